@@ -1,0 +1,254 @@
+"""Commands that need only a config file, no running server: validate, forecast, calendar, cron.
+
+They are how an operator checks a change before deploying it: is the file right, what will run
+on a given day, which days does a calendar close, when does an expression fire.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo
+
+import typer
+
+from pysched.cli.arguments import parse_date, parse_instant, parse_zone
+from pysched.cli.output import fail, print_json, print_table, problem_json
+from pysched.config import Config, ConfigError, load_config
+from pysched.config.fields import did_you_mean
+from pysched.engine.forecast import forecast
+from pysched.errors import CronError
+from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
+from pysched.timing.cron import Cron
+
+ConfigArg = Annotated[Path, typer.Argument(help="The YAML config file.", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _load(path: Path, as_json: bool) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        if as_json:
+            print_json({"ok": False, "problems": [problem_json(p) for p in exc.problems]})
+            raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
+
+
+def _local(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%d %H:%M %Z (%z)")
+
+
+def _utc(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")
+
+
+def validate(
+    config: ConfigArg,
+    as_json: JsonOpt = False,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Show next firings after this ISO instant (default: now)."),
+    ] = None,
+) -> None:
+    """Check a config: print every problem (exit 1), or a summary with each job's next firing."""
+    loaded = _load(config, as_json)
+    start = (
+        parse_instant(after, "--after", loaded.scheduler.timezone)
+        if after
+        else datetime.now(UTC)
+    )
+    jobs: list[dict[str, Any]] = []
+    for name, job in loaded.jobs.items():
+        firing = job.schedule.next_firing(start) if job.schedule else None
+        jobs.append(
+            {
+                "name": name,
+                "enabled": job.enabled,
+                "schedule": [str(c) for c in job.schedule.crons] if job.schedule else [],
+                "timezone": job.timezone.key,
+                "next_firing": firing.at.isoformat() if firing else None,
+                "next_run_date": firing.run_date.isoformat() if firing else None,
+                "depends_on": [d.job for d in job.depends_on],
+            }
+        )
+    if as_json:
+        print_json(
+            {
+                "ok": True,
+                "problems": [],
+                "warnings": [problem_json(w) for w in loaded.warnings],
+                "jobs": jobs,
+                "calendars": list(loaded.calendars),
+                "pools": dict(loaded.pools),
+            }
+        )
+        return
+    for warning in loaded.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    count = len(loaded.jobs)
+    typer.echo(
+        f"{config}: OK — {count} job{'s' if count != 1 else ''}, "
+        f"{len(loaded.calendars)} calendar(s), {len(loaded.pools)} pool(s)"
+    )
+    rows: list[list[str]] = []
+    for entry, job in zip(jobs, loaded.jobs.values(), strict=True):
+        if not job.enabled:
+            when, utc, run_date = "disabled", "", ""
+        elif entry["next_firing"]:
+            at = datetime.fromisoformat(entry["next_firing"]).astimezone(job.timezone)
+            when, utc, run_date = _local(at), _utc(at), entry["next_run_date"]
+        elif job.schedule is None:
+            when, utc, run_date = "after " + ", ".join(entry["depends_on"]), "", ""
+        else:
+            when, utc, run_date = "no firing within 3 years", "", ""
+        rows.append([entry["name"], when, utc, run_date])
+    print_table(["JOB", "NEXT FIRING (job's zone)", "UTC", "RUN DATE"], rows)
+
+
+def _window(
+    on: str | None, start: str | None, end: str | None, today: date
+) -> tuple[date, date]:
+    if on is not None and (start is not None or end is not None):
+        raise typer.BadParameter("give either --date or --from/--to, not both", param_hint="--date")
+    if on is not None:
+        day = parse_date(on, "--date")
+        return day, day
+    first = parse_date(start, "--from") if start else today
+    last = parse_date(end, "--to") if end else first
+    if last < first:
+        raise typer.BadParameter(f"--to {last} is before --from {first}", param_hint="--to")
+    if (last - first).days > 366 * 2:
+        raise typer.BadParameter("a window is at most two years", param_hint="--to")
+    return first, last
+
+
+def forecast_command(
+    config: ConfigArg,
+    on: Annotated[str | None, typer.Option("--date", help="One day, YYYY-MM-DD.")] = None,
+    start: Annotated[str | None, typer.Option("--from", help="First day of a window.")] = None,
+    end: Annotated[str | None, typer.Option("--to", help="Last day of a window.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every run the config would create in a window of days (default: today)."""
+    loaded = _load(config, as_json)
+    today = datetime.now(loaded.scheduler.timezone).date()
+    first, last = _window(on, start, end, today)
+    runs = forecast(loaded, first, last)
+    if as_json:
+        print_json([run.to_json() for run in runs])
+        return
+    rows = [
+        [
+            _local(run.fires_at),
+            _utc(run.fires_at),
+            run.job,
+            run.run_date.isoformat(),
+            run.trigger if run.upstream is None else f"after {run.upstream}",
+        ]
+        for run in runs
+    ]
+    print_table(["FIRES (job's zone)", "UTC", "JOB", "RUN DATE", "TRIGGER"], rows)
+    typer.echo(f"{len(runs)} run(s) from {first} to {last}")
+
+
+def calendar_command(
+    config: ConfigArg,
+    name: Annotated[str, typer.Argument(help="The calendar's name in the config.")],
+    start: Annotated[str | None, typer.Option("--from", help="First day (default today).")] = None,
+    end: Annotated[str | None, typer.Option("--to", help="Last day (default +30 days).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a calendar's business days and holidays (with the holiday's name)."""
+    loaded = _load(config, as_json)
+    calendar: Calendar | None = loaded.calendars.get(name)
+    if calendar is None and name == DEFAULT_CALENDAR.name:
+        calendar = DEFAULT_CALENDAR
+    if calendar is None:
+        known = ", ".join(loaded.calendars) or "none"
+        hint = did_you_mean(name, loaded.calendars)
+        raise fail(
+            f"unknown calendar {name!r}{' — ' + hint if hint else ''} (calendars in {config}: "
+            f"{known})"
+        )
+    first = parse_date(start, "--from") if start else datetime.now(UTC).date()
+    last = parse_date(end, "--to") if end else first + timedelta(days=30)
+    if last < first:
+        raise typer.BadParameter(f"--to {last} is before --from {first}", param_hint="--to")
+    if (last - first).days > 366 * 10:
+        raise typer.BadParameter("a window is at most ten years", param_hint="--to")
+    days: list[dict[str, Any]] = []
+    day = first
+    while day <= last:
+        days.append(
+            {
+                "date": day.isoformat(),
+                "weekday": day.strftime("%a"),
+                "business_day": calendar.is_business_day(day),
+                "holiday": calendar.holiday_name(day),
+            }
+        )
+        day += timedelta(days=1)
+    if as_json:
+        print_json(
+            {
+                "calendar": name,
+                "from": first.isoformat(),
+                "to": last.isoformat(),
+                "business_days": [d["date"] for d in days if d["business_day"]],
+                "holidays": [
+                    {"date": d["date"], "name": d["holiday"]} for d in days if d["holiday"]
+                ],
+                "days": days,
+            }
+        )
+        return
+    rows = [
+        [
+            d["date"],
+            d["weekday"],
+            "business day" if d["business_day"] else "closed",
+            d["holiday"] or "",
+        ]
+        for d in days
+    ]
+    print_table(["DATE", "DAY", "STATUS", "HOLIDAY"], rows)
+    open_days = sum(1 for d in days if d["business_day"])
+    typer.echo(f"{open_days} business day(s) of {len(days)} in calendar {name!r}")
+
+
+def cron_next(
+    expression: Annotated[str, typer.Argument(help="A cron expression, quoted.")],
+    tz: Annotated[str, typer.Option("--tz", help="IANA time zone.")] = "UTC",
+    after: Annotated[
+        str | None, typer.Option("--after", help="ISO instant to start after (default now).")
+    ] = None,
+    count: Annotated[
+        int, typer.Option("--count", min=1, max=1000, help="How many firings.")
+    ] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """The next firings of a cron expression in a time zone (DST rule applied)."""
+    zone: ZoneInfo = parse_zone(tz, "--tz")
+    start = parse_instant(after, "--after", zone) if after else datetime.now(UTC)
+    try:
+        cron = Cron.parse(expression)
+        firings: list[datetime] = []
+        for at in cron.iter_after(start, zone):
+            firings.append(at)
+            if len(firings) >= count:
+                break
+    except CronError as exc:
+        if as_json:
+            print_json({"ok": False, "error": str(exc), "field": exc.field, "token": exc.token})
+            raise typer.Exit(1) from None
+        raise fail(f"error: {exc}") from None
+    if as_json:
+        print_json(
+            [{"fires_at": at.isoformat(), "fires_at_utc": at.astimezone(UTC).isoformat()}
+             for at in firings]
+        )
+        return
+    for at in firings:
+        typer.echo(f"{at.isoformat()}  ({_utc(at)})")

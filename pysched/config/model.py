@@ -1,0 +1,196 @@
+"""The checked, frozen shape of a config: what ``load_config`` returns.
+
+Everything here is a value: frozen dataclasses and enums, built once by the loader after every
+check has passed, then shared freely (the engine, the forecast, the API all read the same
+objects). Nothing in a ``Config`` can be half-valid: a job's crons are parsed, its zone is a
+``ZoneInfo``, its calendar is a ``Calendar``, its templates are parsed, its dependencies name
+jobs that exist.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from pysched.config.secrets import Secrets
+from pysched.config.templates import RunContext, SecretSource, Template
+from pysched.errors import Problem
+from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
+from pysched.timing.cron import DstPolicy
+from pysched.timing.run_dates import RunDateRule
+from pysched.timing.schedule import Schedule
+
+
+class Overlap(enum.Enum):
+    """What a new run does while the job already has a run going."""
+
+    QUEUE = "queue"
+    SKIP = "skip"
+    ALLOW = "allow"
+
+
+class CatchUp(enum.Enum):
+    """What happens to firings missed while the scheduler was down."""
+
+    ALL = "all"
+    LATEST = "latest"
+    NONE = "none"
+
+
+class Criticality(enum.Enum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class Condition(enum.Enum):
+    """The upstream outcome a dependency waits for."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dependency:
+    """``job``'s run for a run date (shifted by ``date_offset`` business days) must reach
+    ``condition`` before the dependent run may start.
+
+    ``date_offset`` is 0 for the same run date, -1 for ``previous``, -N for ``-N``; the days are
+    counted in the *downstream* job's calendar.
+    """
+
+    job: str
+    condition: Condition = Condition.SUCCESS
+    date_offset: int = 0
+
+    def upstream_run_date(self, run_date: date, calendar: Calendar | None) -> date:
+        if self.date_offset == 0:
+            return run_date
+        return (calendar or DEFAULT_CALENDAR).shift(run_date, self.date_offset)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Waits between attempts: ``initial × factor^(n-1)``, capped at ``max``, then spread by
+    ``± jitter`` (a fraction of the wait, 0 to 1)."""
+
+    initial: timedelta = timedelta(seconds=30)
+    factor: float = 2.0
+    max: timedelta = timedelta(hours=1)
+    jitter: float = 0.0
+
+    def delay(self, retry_number: int, spread: float = 0.0) -> timedelta:
+        """The wait before retry ``retry_number`` (1 = after the first failed attempt).
+
+        ``spread`` is a number in [-1, 1] (random in production, fixed in tests) scaled by
+        ``jitter``; the result is never negative and never above ``max``.
+        """
+        base = self.initial.total_seconds() * self.factor ** max(retry_number - 1, 0)
+        capped = min(base, self.max.total_seconds())
+        return timedelta(seconds=max(0.0, min(capped * (1 + self.jitter * spread), capped * 2)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retries:
+    count: int = 0
+    backoff: Backoff = Backoff()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """What an attempt runs: a string for ``/bin/sh -c`` or a list run without a shell."""
+
+    shell: Template | None = None
+    argv: tuple[Template, ...] = ()
+
+    @property
+    def secret_names(self) -> frozenset[str]:
+        names: set[str] = set()
+        for template in self._templates():
+            names |= template.secret_names
+        return frozenset(names)
+
+    def render(self, ctx: RunContext, secrets: SecretSource) -> tuple[str, ...]:
+        """The argv to execute; string commands have every substituted value shell-quoted."""
+        if self.shell is not None:
+            return ("/bin/sh", "-c", self.shell.render(ctx, secrets, shell=True))
+        return tuple(t.render(ctx, secrets) for t in self.argv)
+
+    def display(self, ctx: RunContext | None = None) -> str:
+        """The command as people may see it: secrets shown as ``***``."""
+        if self.shell is not None:
+            return self.shell.render_masked(ctx, shell=True)
+        return " ".join(t.render_masked(ctx) for t in self.argv)
+
+    def _templates(self) -> tuple[Template, ...]:
+        return (self.shell,) if self.shell is not None else self.argv
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    name: str
+    command: Command
+    schedule: Schedule | None
+    """None for a dependency-only job, created by its upstreams' runs."""
+    timezone: ZoneInfo
+    calendar: Calendar | None = None
+    run_date: RunDateRule = RunDateRule.SAME_DAY
+    depends_on: tuple[Dependency, ...] = ()
+    overlap: Overlap = Overlap.QUEUE
+    retries: Retries = Retries()
+    timeout: timedelta | None = None
+    pool: str | None = None
+    priority: int = 0
+    env: Mapping[str, Template] = field(default_factory=lambda: dict[str, Template]())
+    cwd: Template | None = None
+    description: str = ""
+    owner: str = ""
+    tags: tuple[str, ...] = ()
+    criticality: Criticality = Criticality.NORMAL
+    catch_up: CatchUp = CatchUp.LATEST
+    dst: DstPolicy = DstPolicy()
+    enabled: bool = True
+
+    @property
+    def business_calendar(self) -> Calendar:
+        """The calendar business-day rules count in (Mon–Fri when the job names none)."""
+        return self.calendar or DEFAULT_CALENDAR
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerSettings:
+    state_dir: Path
+    log_dir: Path
+    timezone: ZoneInfo
+    max_running: int = 64
+    secrets_file: Path | None = None
+    catch_up: CatchUp = CatchUp.LATEST
+    max_catch_up: int = 100
+    history_days: int = 90
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """A whole checked config. ``text`` and ``sha256`` identify the version it came from."""
+
+    path: Path
+    text: str
+    sha256: str
+    scheduler: SchedulerSettings
+    calendars: Mapping[str, Calendar]
+    pools: Mapping[str, int]
+    jobs: Mapping[str, Job]
+    secrets: Secrets
+    warnings: tuple[Problem, ...] = ()
+
+    def dependents_of(self, job: str) -> tuple[str, ...]:
+        """Names of the jobs that depend on ``job``, in config order."""
+        return tuple(
+            name for name, j in self.jobs.items() if any(d.job == job for d in j.depends_on)
+        )

@@ -1,0 +1,414 @@
+"""Templates in job commands, env values and cwd: ``{run_date:%Y%m%d}`` and ``${DB_PASSWORD}``.
+
+A template is parsed once, when the config is loaded, so every mistake is found before anything
+runs; rendering it for an attempt can then fail only for a secret that has no value.
+
+The grammar, read from left to right:
+
+==================  ============================================================================
+``{name}``          a placeholder; ``name`` is one of :data:`PLACEHOLDERS`
+``{name:FORMAT}``   ``run_date`` and ``scheduled_for`` only: a ``strftime`` format
+``{{`` / ``}}``     a literal ``{`` / ``}``
+``${NAME}``         a value from the environment or the secrets file (see ``secrets.py``);
+                    ``NAME`` is letters, digits and ``_``, not starting with a digit
+``$${...}``         a literal ``${...}``, kept as written up to and including the next ``}``,
+                    so a shell expansion such as ``$${HOME}`` reaches the shell untouched
+``$`` otherwise     a literal ``$`` (``$HOME``, ``$1`` and ``$$`` pass through unchanged; in
+                    ``${{`` and ``$${{`` the ``{{`` is a literal ``{`` as everywhere else)
+==================  ============================================================================
+
+Anything else in braces is a mistake, and so is a NUL character anywhere in the text.
+
+The errors raised here, both :class:`~pysched.errors.TemplateError` (and so ``ValueError``)::
+
+    TemplateError
+     ├── TemplateSyntaxError   parse(): the text is wrong; ``offset`` says where
+     └── MissingSecretError    render(): a ${NAME} has no value (also a LookupError)
+
+This module uses only the standard library, so the minder process can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Protocol
+
+from pysched.errors import TemplateError
+
+__all__ = [
+    "PLACEHOLDERS",
+    "MissingSecretError",
+    "RunContext",
+    "SecretSource",
+    "Template",
+    "TemplateSyntaxError",
+]
+
+PLACEHOLDERS: frozenset[str] = frozenset({"run_date", "job", "run_id", "attempt", "scheduled_for"})
+"""The names a ``{placeholder}`` may use."""
+
+_FORMATTED = frozenset({"run_date", "scheduled_for"})  # the placeholders that take a format
+
+_MASK = "***"
+
+# The strftime directives we accept: the ones Python documents as portable, plus the POSIX ones
+# that glibc and the BSDs (macOS) agree on. ``%s`` is left out on purpose: glibc computes it in
+# the host's local zone whatever the datetime's tzinfo says, so it silently gives wrong epochs.
+_DIRECTIVES = frozenset("aAwdbBmyYHIpMSfzZjUWcxXGuV%" + "CDeFghnrRtTkl")
+
+_SECRET_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_LIKE = re.compile(r"[A-Z_][A-Z0-9_]*")  # {DB_PASSWORD} was probably meant as ${DB_PASSWORD}
+_PLAIN = re.compile(r"[^{}$\x00]+")
+
+
+class TemplateSyntaxError(TemplateError):
+    """A template's text is wrong: an unknown placeholder, a bad format, an unmatched brace.
+
+    ``offset`` is the 0-based index into the template's text of the first character at fault:
+    the ``{`` of an unknown or empty placeholder, the ``:`` of a format that is not allowed or is
+    empty, the ``%`` of a bad strftime directive, the unmatched brace itself, or the ``$`` of a
+    bad ``${...}``. A config loader adds it to the column where the template's text starts.
+    The message never repeats the whole template, only the part at fault.
+    """
+
+    def __init__(self, message: str, *, offset: int) -> None:
+        self.offset = offset
+        super().__init__(message)
+
+
+class MissingSecretError(TemplateError, LookupError):
+    """``render()`` met a ``${NAME}`` that the secrets given to it cannot resolve.
+
+    ``name`` is the missing name and ``offset`` the 0-based index of its ``$`` in the template's
+    text. The config loader checks every name up front, so at run time this means the
+    environment changed or the secrets given to ``render()`` are not the ones the config was
+    checked against.
+    """
+
+    def __init__(self, name: str, *, offset: int) -> None:
+        self.name = name
+        self.offset = offset
+        super().__init__(
+            f"no value for ${{{name}}} — set {name} in the environment or the secrets file"
+        )
+
+
+class SecretSource(Protocol):
+    """Where ``${NAME}`` values come from: a plain ``dict`` or a ``pysched.config.secrets.Secrets``.
+
+    ``get`` returns the value, or None when the name has none.
+    """
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext:
+    """The values the placeholders take for one attempt of one run.
+
+    ``scheduled_for`` must be timezone-aware; it renders in its own zone, so the caller decides
+    whether ``{scheduled_for:%H%M}`` means UTC or the job's wall clock. ``run_date`` is the
+    business day the run is for, a plain ``date``. Attempts count from 1.
+
+    Raises ``ValueError`` (or ``TypeError``) when these rules are broken.
+    """
+
+    job: str
+    run_id: str
+    run_date: date
+    attempt: int
+    scheduled_for: datetime
+
+    def __post_init__(self) -> None:
+        if isinstance(self.run_date, datetime):  # a datetime is a date, but it renders wrongly
+            raise TypeError("RunContext.run_date must be a date, not a datetime")
+        if self.scheduled_for.utcoffset() is None:
+            raise ValueError("RunContext.scheduled_for must be timezone-aware")
+        if self.attempt < 1:
+            raise ValueError(f"RunContext.attempt counts from 1, got {self.attempt}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Literal:
+    text: str  # what it renders to
+    source: str  # as written
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Placeholder:
+    name: str
+    format: str | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SecretRef:
+    name: str
+    offset: int
+
+
+_Part = _Literal | _Placeholder | _SecretRef
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Template:
+    """A command, env value or cwd with placeholders and ``${NAME}`` references, parsed.
+
+    Build one with :meth:`parse` (or ``Template(text=...)``, which is the same); either raises
+    :class:`TemplateSyntaxError` for the first mistake in ``text``. Two templates are equal when
+    their texts are; templates are hashable and safe to share between tasks and threads.
+    """
+
+    text: str
+    _parts: tuple[_Part, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parts", _parse(self.text))
+
+    @classmethod
+    def parse(cls, text: str) -> Template:
+        """Parse ``text``; raises :class:`TemplateSyntaxError` with the ``offset`` at fault."""
+        return cls(text=text)
+
+    @property
+    def secret_names(self) -> frozenset[str]:
+        """The names of every ``${NAME}`` in the text (not those escaped as ``$${NAME}``)."""
+        return frozenset(p.name for p in self._parts if isinstance(p, _SecretRef))
+
+    def render(self, ctx: RunContext, secrets: SecretSource, *, shell: bool = False) -> str:
+        """The text with every placeholder and ``${NAME}`` replaced by its value.
+
+        ``secrets`` is anything with ``get(name) -> str | None``: a ``dict`` or a ``Secrets``.
+
+        With ``shell=True`` (for a string command run by ``/bin/sh -c``) every substituted value
+        is quoted with :func:`shlex.quote`, so the shell sees it as literal text in one word,
+        whatever it holds: spaces, quotes, ``;``, ``|``, backticks, newlines or ``$(...)``. The
+        template's own text is not touched: it is the operator's shell code. A placeholder
+        written inside quotes in the template (``"{job}"``) would then show the quotes, so write
+        placeholders bare. With ``shell=False`` (list commands, env values, cwd) values are
+        inserted as they are; no shell reads them.
+
+        Raises :class:`MissingSecretError` for the first ``${NAME}`` that ``secrets`` cannot
+        resolve.
+        """
+        out: list[str] = []
+        for part in self._parts:
+            if isinstance(part, _Literal):
+                out.append(part.text)
+                continue
+            if isinstance(part, _Placeholder):
+                value = _placeholder_value(part, ctx)
+            else:
+                found = secrets.get(part.name)
+                if found is None:
+                    raise MissingSecretError(part.name, offset=part.offset)
+                value = found
+            out.append(shlex.quote(value) if shell else value)
+        return "".join(out)
+
+    def render_masked(self, ctx: RunContext | None, *, shell: bool = False) -> str:
+        """The text for display, with every ``${NAME}`` shown as ``***``.
+
+        With a ``ctx`` the placeholders are rendered (and quoted when ``shell``) as
+        :meth:`render` would, so the result shows what runs, minus the secrets. With ``ctx=None``
+        the rest of the text is shown exactly as written, ``{run_date:%Y%m%d}``, ``{{`` and
+        ``$${HOME}`` included: that is the definition. ``***`` itself is never quoted. Needs no
+        secrets and never fails.
+        """
+        out: list[str] = []
+        for part in self._parts:
+            if isinstance(part, _SecretRef):
+                out.append(_MASK)
+            elif ctx is None:
+                out.append(part.source)
+            elif isinstance(part, _Literal):
+                out.append(part.text)
+            else:
+                value = _placeholder_value(part, ctx)
+                out.append(shlex.quote(value) if shell else value)
+        return "".join(out)
+
+
+def _placeholder_value(part: _Placeholder, ctx: RunContext) -> str:
+    match part.name:
+        case "run_date":
+            return ctx.run_date.strftime(part.format) if part.format else ctx.run_date.isoformat()
+        case "scheduled_for":
+            if part.format:
+                return ctx.scheduled_for.strftime(part.format)
+            return ctx.scheduled_for.isoformat()
+        case "job":
+            return ctx.job
+        case "run_id":
+            return ctx.run_id
+        case _:  # "attempt"; parse() lets no other name through
+            return str(ctx.attempt)
+
+
+def _parse(text: str) -> tuple[_Part, ...]:
+    parts: list[_Part] = []
+    rendered: list[str] = []  # the literal text met since the last placeholder or secret
+    start = 0  # where that literal text starts in the source
+    i, n = 0, len(text)
+
+    def flush(end: int) -> None:
+        if end > start:
+            parts.append(_Literal(text="".join(rendered), source=text[start:end]))
+        rendered.clear()
+
+    while i < n:
+        plain = _PLAIN.match(text, i)
+        if plain:
+            rendered.append(plain.group())
+            i = plain.end()
+            continue
+        char = text[i]
+        if char == "\x00":
+            raise TemplateSyntaxError("NUL character in template", offset=i)
+        if char == "{" and text.startswith("{{", i):
+            rendered.append("{")
+            i += 2
+        elif char == "}" and text.startswith("}}", i):
+            rendered.append("}")
+            i += 2
+        elif char == "}":
+            raise TemplateSyntaxError("unmatched '}' — write '}}' for a literal '}'", offset=i)
+        elif char == "{":
+            end = _closing_brace(text, i)
+            flush(i)
+            parts.append(_placeholder(text, i, end))
+            i = start = end + 1
+        elif text.startswith("${", i) and not text.startswith("${{", i):
+            ref = _SECRET_REF.match(text, i)
+            if ref is None:
+                raise _bad_secret_ref(text, i)
+            flush(i)
+            parts.append(_SecretRef(name=ref.group(1), offset=i))
+            i = start = ref.end()
+        elif text.startswith("$${", i) and not text.startswith("$${{", i):
+            end = text.find("}", i + 3)
+            if end == -1:
+                raise TemplateSyntaxError(
+                    "unclosed '$${' — a literal '${' runs to the next '}', and there is none",
+                    offset=i,
+                )
+            rendered.append(text[i + 1 : end + 1])
+            i = end + 1
+        else:  # a '$' that starts nothing; in '${{' the '{{' is a literal '{' as anywhere
+            rendered.append("$")
+            i += 1
+    flush(n)
+    return tuple(parts)
+
+
+def _closing_brace(text: str, i: int) -> int:
+    """The index of the '}' that closes the placeholder opened at ``i``."""
+    for j in range(i + 1, len(text)):
+        if text[j] == "}":
+            return j
+        if text[j] in "{\x00":
+            break
+    raise TemplateSyntaxError(
+        "unmatched '{' — close the placeholder with '}', or write '{{' for a literal '{'",
+        offset=i,
+    )
+
+
+def _placeholder(text: str, i: int, end: int) -> _Placeholder:
+    source = text[i : end + 1]
+    name, colon, fmt = text[i + 1 : end].partition(":")
+    if not name:
+        raise TemplateSyntaxError(
+            f"empty placeholder {_show(source)} — use one of {_known()}, "
+            "or write '{{' and '}}' for literal braces",
+            offset=i,
+        )
+    if name not in PLACEHOLDERS:
+        raise TemplateSyntaxError(f"unknown placeholder {_show(source)} — {_hint(name)}", offset=i)
+    colon_at = i + 1 + len(name)
+    if not colon:
+        return _Placeholder(name=name, format=None, source=source)
+    if name not in _FORMATTED:
+        raise TemplateSyntaxError(
+            f"placeholder {{{name}}} takes no format (found {_show(source)}); "
+            "only {run_date} and {scheduled_for} take a strftime format",
+            offset=colon_at,
+        )
+    if not fmt:
+        raise TemplateSyntaxError(
+            f"empty format in {_show(source)} — drop the ':' or give a strftime format "
+            "such as %Y%m%d",
+            offset=colon_at,
+        )
+    _check_strftime(fmt, source, colon_at + 1)
+    return _Placeholder(name=name, format=fmt, source=source)
+
+
+def _check_strftime(fmt: str, source: str, base: int) -> None:
+    """Refuse a format strftime would pass through or choke on; ``base`` is its offset."""
+    j = fmt.find("%")
+    while j != -1:
+        k = j + 1
+        if k < len(fmt) and fmt[k] == "-":  # %-d: no padding (glibc and BSD)
+            k += 1
+        if k >= len(fmt):
+            raise TemplateSyntaxError(
+                f"format in {_show(source)} ends with a lone '%' — write '%%' for a literal '%'",
+                offset=base + j,
+            )
+        if fmt[k] not in _DIRECTIVES or (fmt[k] == "%" and k > j + 1):
+            directive = fmt[j : k + 1]
+            raise TemplateSyntaxError(
+                f"unknown strftime directive {_show(directive)} in {_show(source)} — "
+                "see the strftime table in docs/templates.md",
+                offset=base + j,
+            )
+        j = fmt.find("%", k + 1)
+    try:
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).strftime(fmt)
+    except (ValueError, UnicodeError):
+        raise TemplateSyntaxError(
+            f"strftime cannot use the format in {_show(source)}", offset=base
+        ) from None
+
+
+def _bad_secret_ref(text: str, i: int) -> TemplateSyntaxError:
+    end = text.find("}", i + 2)
+    if end == -1:
+        return TemplateSyntaxError(
+            "unclosed '${' — write ${NAME}, or '$${' to pass a literal '${' on", offset=i
+        )
+    name = text[i + 2 : end]
+    if not name:
+        return TemplateSyntaxError("empty name in '${}' — write ${NAME}", offset=i)
+    return TemplateSyntaxError(
+        f"bad name in {_show(text[i : end + 1])} — a name is letters, digits and _, not starting "
+        "with a digit; for a shell expansion such as ${X:-y} write $${X:-y}",
+        offset=i,
+    )
+
+
+def _hint(name: str) -> str:
+    close = difflib.get_close_matches(name.strip().lower(), sorted(PLACEHOLDERS), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {{{close[0]}}}?"
+    if _ENV_LIKE.fullmatch(name):
+        return f"did you mean ${{{name}}}, a value from the environment or the secrets file?"
+    return f"the placeholders are {_known()}; write '{{{{' and '}}}}' for literal braces"
+
+
+def _known() -> str:
+    return ", ".join(f"{{{name}}}" for name in sorted(PLACEHOLDERS))
+
+
+def _show(fragment: str, limit: int = 40) -> str:
+    """A fragment of a template fit for an error message: one line, not too long."""
+    if len(fragment) > limit:
+        fragment = fragment[: limit - 1] + "…"
+    if not fragment.isprintable():
+        fragment = "".join(c if c.isprintable() else repr(c)[1:-1] for c in fragment)
+    return fragment

@@ -1,0 +1,237 @@
+"""Reading YAML into a tree whose every node knows its place in the file.
+
+We compose the document with ruamel.yaml's round-trip loader instead of constructing Python
+objects, because composing keeps what construction throws away: the line and column of every
+key and value, and *every* entry of a mapping, so duplicate keys can all be reported rather than
+the first one aborting the load. Anchors and aliases work as YAML says; ``<<`` merge keys are
+applied here (keys written in the mapping itself win over merged ones).
+
+Scalars are typed by the tag the resolver gave them (YAML 1.2 core schema): ``yes`` is a string,
+``0o17`` an octal integer, ``2026-10-19`` a ``date``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from pysched.errors import Problem
+
+ScalarValue: TypeAlias = str | int | float | bool | dt.date | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Place:
+    """Where something stands in a file: 1-based line and column."""
+
+    file: str
+    line: int
+    col: int
+
+    def problem(self, message: str, hint: str | None = None) -> Problem:
+        return Problem(file=self.file, line=self.line, col=self.col, message=message, hint=hint)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class YScalar:
+    value: ScalarValue
+    text: str
+    quoted: bool
+    place: Place
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class YSeq:
+    items: tuple[YNode, ...]
+    place: Place
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class YMap:
+    """A mapping in file order; ``entries`` keeps duplicates, ``get`` sees the first of each."""
+
+    entries: tuple[tuple[YScalar, YNode], ...]
+    place: Place
+
+    def get(self, key: str) -> YNode | None:
+        for k, v in self.entries:
+            if k.value == key:
+                return v
+        return None
+
+    def key_node(self, key: str) -> YScalar | None:
+        for k, _ in self.entries:
+            if k.value == key:
+                return k
+        return None
+
+    def keys(self) -> list[str]:
+        return [str(k.value) for k, _ in self.entries]
+
+
+YNode: TypeAlias = YScalar | YSeq | YMap
+
+
+def kind_of(node: YNode) -> str:
+    """Name a node's type as an operator would: 'a mapping', 'a list', 'a number', ..."""
+    if isinstance(node, YMap):
+        return "a mapping"
+    if isinstance(node, YSeq):
+        return "a list"
+    value = node.value
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dt.date):
+        return "a date"
+    return "text"
+
+
+class _Reader:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.problems: list[Problem] = []
+        self.budget = _NODE_BUDGET
+
+    def place(self, node: Node) -> Place:
+        mark = node.start_mark
+        return Place(file=self.file, line=mark.line + 1, col=mark.column + 1)
+
+    def convert(self, node: Node, depth: int = 0) -> YNode:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooBig
+        if depth > 100:
+            self.problems.append(self.place(node).problem("YAML nested too deeply"))
+            return YScalar(value=None, text="", quoted=False, place=self.place(node))
+        if isinstance(node, MappingNode):
+            return self._mapping(node, depth)
+        if isinstance(node, SequenceNode):
+            items = tuple(self.convert(child, depth + 1) for child in node.value)
+            return YSeq(items=items, place=self.place(node))
+        assert isinstance(node, ScalarNode)
+        return self._scalar(node)
+
+    def _scalar(self, node: ScalarNode) -> YScalar:
+        text = str(node.value)
+        tag = _tag(node)
+        style = node.style
+        quoted = style in ("'", '"')
+        value: ScalarValue = text
+        if not quoted and style not in ("|", ">"):
+            value = _typed(tag, text)
+        return YScalar(value=value, text=text, quoted=quoted, place=self.place(node))
+
+    def _mapping(self, node: MappingNode, depth: int) -> YMap:
+        own: list[tuple[YScalar, YNode]] = []
+        merged: list[tuple[YScalar, YNode]] = []
+        for key_node, value_node in node.value:
+            if _tag(key_node) == "tag:yaml.org,2002:merge":
+                merged.extend(self._merge_sources(value_node, depth))
+                continue
+            key = self.convert(key_node, depth + 1)
+            if not isinstance(key, YScalar):
+                self.problems.append(
+                    key.place.problem("a mapping key must be plain text, not a list or mapping")
+                )
+                continue
+            if not isinstance(key.value, str):
+                key = YScalar(value=key.text, text=key.text, quoted=key.quoted, place=key.place)
+            own.append((key, self.convert(value_node, depth + 1)))
+        written = {k.value for k, _ in own}
+        extra = [(k, v) for k, v in merged if k.value not in written]
+        # keep only the first merged source of each key (YAML's merge order)
+        seen: set[object] = set()
+        kept: list[tuple[YScalar, YNode]] = []
+        for k, v in extra:
+            if k.value not in seen:
+                seen.add(k.value)
+                kept.append((k, v))
+        return YMap(entries=tuple(own + kept), place=self.place(node))
+
+    def _merge_sources(self, node: Node, depth: int) -> list[tuple[YScalar, YNode]]:
+        sources = node.value if isinstance(node, SequenceNode) else [node]
+        entries: list[tuple[YScalar, YNode]] = []
+        for source in sources:
+            converted = self.convert(source, depth + 1)
+            if isinstance(converted, YMap):
+                entries.extend(converted.entries)
+            else:
+                self.problems.append(converted.place.problem("'<<' must merge a mapping"))
+        return entries
+
+
+_NODE_BUDGET = 2_000_000
+
+
+class _TooBig(Exception):
+    """Alias expansion made the document larger than any real config (a 'billion laughs')."""
+
+
+def _tag(node: Node) -> str:
+    tag = node.tag
+    value = getattr(tag, "value", tag)
+    return str(value)
+
+
+def _typed(tag: str, text: str) -> ScalarValue:
+    kind = tag.rsplit(":", 1)[-1]
+    try:
+        if kind == "null":
+            return None
+        if kind == "bool":
+            return text.lower() in ("true", "yes", "on")
+        if kind == "int":
+            cleaned = text.replace("_", "")
+            try:
+                return int(cleaned, 0)
+            except ValueError:
+                return int(cleaned, 10)
+        if kind == "float":
+            lowered = text.lower()
+            if lowered.endswith(("inf", ".inf")):
+                return -math.inf if lowered.startswith("-") else math.inf
+            if lowered.endswith("nan"):
+                return math.nan
+            return float(text.replace("_", ""))
+        if kind == "timestamp" and len(text) == 10:
+            return dt.date.fromisoformat(text)
+    except ValueError:
+        return text
+    return text
+
+
+def read_yaml(text: str, file: str) -> tuple[YNode | None, list[Problem]]:
+    """Compose ``text`` into a located tree; YAML errors come back as problems, never raised.
+
+    An empty document gives ``None`` and no problems (the caller decides whether that is fine).
+    """
+    reader = _Reader(file)
+    yaml = YAML(typ="rt")
+    try:
+        root = yaml.compose(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        message = " ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+        return None, [Problem(file=file, line=line, col=col, message=f"YAML syntax: {message}")]
+    except YAMLError as exc:
+        return None, [Problem(file=file, line=0, col=0, message=f"YAML error: {exc}")]
+    except RecursionError:
+        return None, [Problem(file=file, line=0, col=0, message="YAML nested too deeply")]
+    if root is None:
+        return None, []
+    try:
+        return reader.convert(root), reader.problems
+    except _TooBig:
+        message = f"YAML expands to more than {_NODE_BUDGET:,} nodes through aliases"
+        return None, [Problem(file=file, line=0, col=0, message=message)]
