@@ -55,9 +55,7 @@ def validate(
     """Check a config: print every problem (exit 1), or a summary with each job's next firing."""
     loaded = _load(config, as_json)
     start = (
-        parse_instant(after, "--after", loaded.scheduler.timezone)
-        if after
-        else datetime.now(UTC)
+        parse_instant(after, "--after", loaded.scheduler.timezone) if after else datetime.now(UTC)
     )
     jobs: list[dict[str, Any]] = []
     for name, job in loaded.jobs.items():
@@ -107,9 +105,7 @@ def validate(
     print_table(["JOB", "NEXT FIRING (job's zone)", "UTC", "RUN DATE"], rows)
 
 
-def _window(
-    on: str | None, start: str | None, end: str | None, today: date
-) -> tuple[date, date]:
+def _window(on: str | None, start: str | None, end: str | None, today: date) -> tuple[date, date]:
     if on is not None and (start is not None or end is not None):
         raise typer.BadParameter("give either --date or --from/--to, not both", param_hint="--date")
     if on is not None:
@@ -224,9 +220,7 @@ def cron_next(
     after: Annotated[
         str | None, typer.Option("--after", help="ISO instant to start after (default now).")
     ] = None,
-    count: Annotated[
-        int, typer.Option("--count", min=1, max=1000, help="How many firings.")
-    ] = 5,
+    count: Annotated[int, typer.Option("--count", min=1, max=1000, help="How many firings.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
     """The next firings of a cron expression in a time zone (DST rule applied)."""
@@ -246,8 +240,10 @@ def cron_next(
         raise fail(f"error: {exc}") from None
     if as_json:
         print_json(
-            [{"fires_at": at.isoformat(), "fires_at_utc": at.astimezone(UTC).isoformat()}
-             for at in firings]
+            [
+                {"fires_at": at.isoformat(), "fires_at_utc": at.astimezone(UTC).isoformat()}
+                for at in firings
+            ]
         )
         return
     for at in firings:

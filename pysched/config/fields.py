@@ -127,7 +127,7 @@ class FieldReader:
         self, node: YNode, what: str, *, minimum: float, maximum: float | None = None
     ) -> float | None:
         value = node.value if isinstance(node, YScalar) else None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # noqa: PLR0124 (NaN)
             self.report(node.place, f"{what} must be a number, not {kind_of(node)}")
             return None
         if value < minimum or (maximum is not None and value > maximum):

@@ -177,7 +177,7 @@ class JobBuilder:
         if isinstance(node, YScalar) and isinstance(node.value, str):
             template = self._template(node, "command")
             return Command(shell=template) if template is not None else None
-        if isinstance(node, YScalar) or isinstance(node, YMap):
+        if isinstance(node, YScalar | YMap):
             self._r.report(
                 node.place, "command must be text (run by /bin/sh) or a list (run directly)"
             )
@@ -320,11 +320,13 @@ class JobBuilder:
                 "a job may wait for its own earlier run with date: previous",
             )
             return None
-        return Dependency(job=upstream, condition=condition or Condition.SUCCESS, date_offset=offset)
+        return Dependency(
+            job=upstream, condition=condition or Condition.SUCCESS, date_offset=offset
+        )
 
     def _date_offset(self, node: YNode) -> int | None:
         value = node.value if isinstance(node, YScalar) else None
-        if value == "same" or value == 0:
+        if value in ("same", 0):
             return 0
         if value == "previous":
             return -1
@@ -363,35 +365,28 @@ class JobBuilder:
             return Backoff() if node is None else None
         r.check_keys(mapping, ("initial", "factor", "max", "jitter"), "retries.backoff")
         default = Backoff()
-        values = {
-            "initial": r.duration(n, "backoff.initial") if (n := mapping.get("initial")) else None,
-            "max": r.duration(n, "backoff.max") if (n := mapping.get("max")) else None,
-            "factor": (
-                r.number(n, "backoff.factor", minimum=1.0, maximum=100.0)
-                if (n := mapping.get("factor"))
-                else None
-            ),
-            "jitter": (
-                r.number(n, "backoff.jitter", minimum=0.0, maximum=1.0)
-                if (n := mapping.get("jitter"))
-                else None
-            ),
-        }
-        if any(values[k] is None and mapping.get(k) is not None for k in values):
+        nodes = {key: mapping.get(key) for key in ("initial", "max", "factor", "jitter")}
+        before = r.reports
+        initial = default.initial
+        maximum = default.max
+        factor = default.factor
+        jitter = default.jitter
+        if (node := nodes["initial"]) is not None:
+            initial = r.duration(node, "backoff.initial") or initial
+        if (node := nodes["max"]) is not None:
+            maximum = r.duration(node, "backoff.max") or maximum
+        if (node := nodes["factor"]) is not None:
+            value = r.number(node, "backoff.factor", minimum=1.0, maximum=100.0)
+            factor = factor if value is None else value
+        if (node := nodes["jitter"]) is not None:
+            value = r.number(node, "backoff.jitter", minimum=0.0, maximum=1.0)
+            jitter = jitter if value is None else value
+        if r.reports != before:
             return None
-        initial = values["initial"] or default.initial
-        maximum = values["max"] or default.max
         if maximum < initial:
             r.report(mapping.place, "backoff.max must not be shorter than backoff.initial")
             return None
-        factor = values["factor"]
-        jitter = values["jitter"]
-        return Backoff(
-            initial=initial,  # type: ignore[arg-type]
-            max=maximum,  # type: ignore[arg-type]
-            factor=default.factor if factor is None else factor,  # type: ignore[arg-type]
-            jitter=default.jitter if jitter is None else jitter,  # type: ignore[arg-type]
-        )
+        return Backoff(initial=initial, max=maximum, factor=factor, jitter=jitter)
 
     def _env(self, node: YNode | None) -> dict[str, Template]:
         mapping = self._r.mapping(node, "env")

@@ -8,6 +8,7 @@ dependency cycles). All problems go into one ``ConfigError``; nothing is half-lo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Mapping
@@ -279,10 +280,8 @@ def _dates(
                 label = reader.text(name_node, "holiday name") or label
         value = target.value if isinstance(target, YScalar) else None
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 value = date.fromisoformat(value.strip())
-            except ValueError:
-                pass
         if not isinstance(value, date):
             form = "a date like 2026-12-25" + (" or {date: ..., name: ...}" if named else "")
             reader.report(target.place, f"each of {what} must be {form}")

@@ -147,7 +147,7 @@ class Job:
     timeout: timedelta | None = None
     pool: str | None = None
     priority: int = 0
-    env: Mapping[str, Template] = field(default_factory=lambda: dict[str, Template]())
+    env: Mapping[str, Template] = field(default_factory=dict[str, Template])
     cwd: Template | None = None
     description: str = ""
     owner: str = ""

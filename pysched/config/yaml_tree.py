@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias, cast
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -101,12 +101,23 @@ class _Reader:
         self.file = file
         self.problems: list[Problem] = []
         self.budget = _NODE_BUDGET
+        self._converted: dict[int, YNode] = {}
+        """Nodes already converted, by identity: an alias is the same node again, so it is
+        converted once and shared, and a 'billion laughs' document stays small."""
 
     def place(self, node: Node) -> Place:
-        mark = node.start_mark
+        mark = cast(Any, node).start_mark
         return Place(file=self.file, line=mark.line + 1, col=mark.column + 1)
 
     def convert(self, node: Node, depth: int = 0) -> YNode:
+        done = self._converted.get(id(node))
+        if done is not None:
+            return done
+        result = self._convert(node, depth)
+        self._converted[id(node)] = result
+        return result
+
+    def _convert(self, node: Node, depth: int) -> YNode:
         self.budget -= 1
         if self.budget < 0:
             raise _TooBig
@@ -116,15 +127,17 @@ class _Reader:
         if isinstance(node, MappingNode):
             return self._mapping(node, depth)
         if isinstance(node, SequenceNode):
-            items = tuple(self.convert(child, depth + 1) for child in node.value)
+            children = cast(list[Node], cast(Any, node).value)
+            items = tuple(self.convert(child, depth + 1) for child in children)
             return YSeq(items=items, place=self.place(node))
         assert isinstance(node, ScalarNode)
         return self._scalar(node)
 
     def _scalar(self, node: ScalarNode) -> YScalar:
-        text = str(node.value)
+        raw = cast(Any, node)
+        text = str(raw.value)
         tag = _tag(node)
-        style = node.style
+        style = cast(str | None, raw.style)
         quoted = style in ("'", '"')
         value: ScalarValue = text
         if not quoted and style not in ("|", ">"):
@@ -134,7 +147,8 @@ class _Reader:
     def _mapping(self, node: MappingNode, depth: int) -> YMap:
         own: list[tuple[YScalar, YNode]] = []
         merged: list[tuple[YScalar, YNode]] = []
-        for key_node, value_node in node.value:
+        pairs = cast(list[tuple[Node, Node]], cast(Any, node).value)
+        for key_node, value_node in pairs:
             if _tag(key_node) == "tag:yaml.org,2002:merge":
                 merged.extend(self._merge_sources(value_node, depth))
                 continue
@@ -159,7 +173,9 @@ class _Reader:
         return YMap(entries=tuple(own + kept), place=self.place(node))
 
     def _merge_sources(self, node: Node, depth: int) -> list[tuple[YScalar, YNode]]:
-        sources = node.value if isinstance(node, SequenceNode) else [node]
+        sources = (
+            cast(list[Node], cast(Any, node).value) if isinstance(node, SequenceNode) else [node]
+        )
         entries: list[tuple[YScalar, YNode]] = []
         for source in sources:
             converted = self.convert(source, depth + 1)
@@ -170,7 +186,7 @@ class _Reader:
         return entries
 
 
-_NODE_BUDGET = 2_000_000
+_NODE_BUDGET = 1_000_000
 
 
 class _TooBig(Exception):
@@ -178,8 +194,8 @@ class _TooBig(Exception):
 
 
 def _tag(node: Node) -> str:
-    tag = node.tag
-    value = getattr(tag, "value", tag)
+    tag: object = cast(Any, node).tag
+    value: object = getattr(tag, "value", tag)
     return str(value)
 
 
@@ -216,13 +232,15 @@ def read_yaml(text: str, file: str) -> tuple[YNode | None, list[Problem]]:
     An empty document gives ``None`` and no problems (the caller decides whether that is fine).
     """
     reader = _Reader(file)
-    yaml = YAML(typ="rt")
+    yaml = cast(Any, YAML(typ="rt"))
     try:
-        root = yaml.compose(text)
-    except MarkedYAMLError as exc:
+        root = cast(Node | None, yaml.compose(text))
+    except MarkedYAMLError as error:
+        exc = cast(Any, error)
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        message = " ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+        line, col = (int(mark.line) + 1, int(mark.column) + 1) if mark is not None else (0, 0)
+        parts = [str(part) for part in (exc.context, exc.problem) if part]
+        message = " ".join(parts) or str(error)
         return None, [Problem(file=file, line=line, col=col, message=f"YAML syntax: {message}")]
     except YAMLError as exc:
         return None, [Problem(file=file, line=0, col=0, message=f"YAML error: {exc}")]

@@ -44,6 +44,7 @@ reaches it could never succeed.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -194,7 +195,9 @@ class Cron:
             yield current
 
 
+@functools.lru_cache(maxsize=1024)
 def _compile(text: str) -> CronFields:
+    """Parse ``text``; cached, since a config often repeats expressions and fields are frozen."""
     stripped = text.strip()
     if not stripped:
         raise CronError("empty cron expression", token=text)

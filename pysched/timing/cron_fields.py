@@ -347,29 +347,30 @@ class CronFields:
         return self.day_tables[first_weekday * 4 + month_length(year, month) - 28]
 
 
+# Bits 1, 8, 15, 22, 29: one weekday's days in a month that starts on that weekday.
+_EVERY_SEVENTH = sum(1 << day for day in range(1, 32, 7))
+
+
 def _day_mask(dom: DayOfMonthField, dow: DayOfWeekField, first_weekday: int, length: int) -> int:
     """Bit ``d`` set when day ``d`` matches in a month of ``length`` days starting on
     ``first_weekday`` (0 = Sunday), by the Vixie rule."""
+    in_month = (1 << (length + 1)) - 2  # bits 1..length
     dom_mask = 0
     for day in dom.days:
-        if day <= length:
-            dom_mask |= 1 << day
+        dom_mask |= 1 << day
     if dom.last:
         dom_mask |= 1 << length
     dow_mask = 0
-    for day in range(1, length + 1):
-        if (first_weekday + day - 1) % 7 in dow.weekdays:
-            dow_mask |= 1 << day
+    for weekday in dow.weekdays:
+        dow_mask |= _EVERY_SEVENTH << (weekday - first_weekday) % 7
     for weekday, n in dow.nth:
-        day = 1 + (weekday - first_weekday) % 7 + 7 * (n - 1)
-        if day <= length:
-            dow_mask |= 1 << day
+        dow_mask |= 1 << (1 + (weekday - first_weekday) % 7 + 7 * (n - 1))
     last_weekday = (first_weekday + length - 1) % 7
     for weekday in dow.last:
         dow_mask |= 1 << (length - (last_weekday - weekday) % 7)
     if dom.restricted and dow.restricted:
-        return dom_mask | dow_mask
-    return dom_mask & dow_mask
+        return (dom_mask | dow_mask) & in_month
+    return dom_mask & dow_mask & in_month
 
 
 def _ordinal(n: int) -> str:
@@ -427,9 +428,12 @@ def compile_fields(texts: list[str], *, expression: str) -> CronFields:
         for first_weekday in range(7)
     ):
         raise _never_fires(dom, dow, months, expression)
-    day_tables = tuple(
-        _next_table({d for d in range(1, 32) if mask >> d & 1}, 32, 0) for mask in masks
-    )
+    # Many of the 28 masks are equal (a day-of-month-only rule depends on the length alone).
+    tables: dict[int, tuple[int, ...]] = {}
+    for mask in masks:
+        if mask not in tables:
+            tables[mask] = _next_table({d for d in range(1, 32) if mask >> d & 1}, 32, 0)
+    day_tables = tuple(tables[mask] for mask in masks)
     return CronFields(
         minute=minute,
         hour=hour,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from generated_config import generated_config  # noqa: E402
+from generated_config import generated_config
 
-from pysched.config import parse_config  # noqa: E402
-from pysched.engine.forecast import forecast  # noqa: E402
+from pysched.config import parse_config
+from pysched.engine.forecast import forecast
 
 
 def main() -> None:
@@ -32,8 +32,13 @@ def main() -> None:
     print(f"forecast 1,000 jobs x 31 days: {len(runs):,} runs in {best:.3f} s (best of 3)")
     print(
         json.dumps(
-            {"jobs": 1_000, "days": 31, "runs": len(runs), "forecast_s": round(best, 3),
-             "goal_s": 2.0}
+            {
+                "jobs": 1_000,
+                "days": 31,
+                "runs": len(runs),
+                "forecast_s": round(best, 3),
+                "goal_s": 2.0,
+            }
         )
     )
 

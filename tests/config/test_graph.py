@@ -1,3 +1,5 @@
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,5 +37,5 @@ def test_long_chain_does_not_overflow() -> None:
 def test_every_reported_path_is_a_real_cycle(edges: dict[str, list[str]]) -> None:
     for cycle in find_cycles(edges):
         assert cycle[0] == cycle[-1]
-        for upstream, downstream in zip(cycle, cycle[1:], strict=False):
+        for upstream, downstream in itertools.pairwise(cycle):
             assert downstream in edges.get(upstream, [])

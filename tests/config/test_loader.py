@@ -344,7 +344,8 @@ CASES = [
         id="unknown_country",
     ),
     pytest.param(
-        "calendars:\n  a: {based_on: b}\n  b: {based_on: a}\njobs:\n  j: {command: x, schedule: '@daily'}\n",
+        "calendars:\n  a: {based_on: b}\n  b: {based_on: a}\n"
+        "jobs:\n  j: {command: x, schedule: '@daily'}\n",
         "based_on cycle",
         id="calendar_based_on_cycle",
     ),

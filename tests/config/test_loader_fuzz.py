@@ -52,8 +52,28 @@ def mutated(draw: st.DrawFn) -> str:
                 end = draw(st.integers(start, len(line)))
                 piece = draw(
                     st.sampled_from(
-                        ["", "{", "}", "[", ":", "- ", "*", "&a", "<<: *a", "0", "-1", "'", '"',
-                         "\t", "{run_date", "${X}", "2026-13-45", "MON#9", "null", "true"]
+                        [
+                            "",
+                            "{",
+                            "}",
+                            "[",
+                            ":",
+                            "- ",
+                            "*",
+                            "&a",
+                            "<<: *a",
+                            "0",
+                            "-1",
+                            "'",
+                            '"',
+                            "\t",
+                            "{run_date",
+                            "${X}",
+                            "2026-13-45",
+                            "MON#9",
+                            "null",
+                            "true",
+                        ]
                     )
                 )
                 lines[i] = line[:start] + piece + line[end:]
@@ -74,8 +94,23 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(-5, 200),
     st.floats(allow_nan=True),
-    st.sampled_from(["@daily", "0 2 * * *", "x", "uk", "GB", "1h", "previous", "mon-fri",
-                     "Europe/London", "echo {run_date}", "2026-12-25", "-2", "*/0 * * * *"]),
+    st.sampled_from(
+        [
+            "@daily",
+            "0 2 * * *",
+            "x",
+            "uk",
+            "GB",
+            "1h",
+            "previous",
+            "mon-fri",
+            "Europe/London",
+            "echo {run_date}",
+            "2026-12-25",
+            "-2",
+            "*/0 * * * *",
+        ]
+    ),
     st.text(max_size=8),
 )
 values = st.recursive(
