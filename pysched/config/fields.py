@@ -28,7 +28,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 def did_you_mean(word: str, options: Iterable[str]) -> str | None:
     """A hint naming the option closest to ``word``, or None when nothing is close."""
-    matches = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
     return f"did you mean {matches[0]!r}?" if matches else None
 
 
@@ -73,7 +73,7 @@ class FieldReader:
 
     def check_keys(self, node: YMap, allowed: Iterable[str], where: str) -> None:
         """Report unknown keys (with the closest known one) and duplicated keys."""
-        allowed = list(allowed)
+        known = allowed if isinstance(allowed, frozenset | set) else frozenset(allowed)
         seen: dict[str, Place] = {}
         for key, _ in node.entries:
             name = str(key.value)
@@ -86,9 +86,9 @@ class FieldReader:
                 )
                 continue
             seen[name] = key.place
-            if name not in allowed:
+            if name not in known:
                 self.report(
-                    key.place, f"unknown key {name!r} in {where}", did_you_mean(name, allowed)
+                    key.place, f"unknown key {name!r} in {where}", did_you_mean(name, known)
                 )
 
     # -- scalars -----------------------------------------------------------------------------

@@ -172,7 +172,10 @@ class Cron:
         try:
             found = _search(self._fields, instant, tz, policy)
         except OverflowError:
-            found = None
+            raise CronError(
+                f"no firing of '{self.text}' after {instant.isoformat()}: the search ran past "
+                "the years 1-9999 that dates can have"
+            ) from None
         if found is None:
             raise CronError(
                 f"no firing of '{self.text}' within {HORIZON_YEARS} years after "
@@ -351,9 +354,13 @@ def _search(
             jump = datetime.fromtimestamp(jump_at, tz)
             if jump_at > after and (best is None or jump_at < best):
                 best, best_local = jump_at, jump
-        if best is not None and (offset <= second_offset or at >= best):
+        if best is not None and (
+            offset <= second_offset or at >= best or (at <= after and wall >= forward_wall)
+        ):
             # Outside a repeated interval wall order is real order, so nothing later can be
-            # earlier; inside one, later candidates only get later once their first pass does.
+            # earlier. Inside one, later candidates cannot win once their first occurrence is
+            # later than the best, nor when ``instant`` is in the second pass (every first
+            # occurrence in the interval is then already past).
             return best_local
         if best is not None and wall < forward_wall:
             # Walking the second pass from its start: the first match found there is the

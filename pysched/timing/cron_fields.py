@@ -54,6 +54,9 @@ __all__ = [
     "ValueField",
     "compile_fields",
     "month_length",
+    "parse_day_of_month",
+    "parse_day_of_week",
+    "parse_value_field",
 ]
 
 MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
@@ -172,7 +175,7 @@ def _fail(spec: FieldSpec, detail: str, token: str, expression: str) -> CronErro
 def _parse_value(spec: FieldSpec, token: str, expression: str) -> int:
     """One number or name, checked against the field's bounds."""
     if token.isascii() and token.isdigit():
-        if len(token) > _MAX_DIGITS or not spec.low <= int(token) <= spec.high:
+        if len(token.lstrip("0")) > _MAX_DIGITS or not spec.low <= int(token) <= spec.high:
             detail = f"{token} is out of range {spec.low}-{spec.high}"
             raise _fail(spec, detail, token, expression)
         return int(token)
@@ -193,7 +196,7 @@ def _parse_step(spec: FieldSpec, item: str, step_text: str, expression: str) -> 
     if not (step_text.isascii() and step_text.isdigit()):
         raise _fail(spec, f"step '{step_text}' is not a number", item, expression)
     span = spec.high - spec.low + 1
-    step = int(step_text) if len(step_text) <= _MAX_DIGITS else span + 1
+    step = int(step_text) if len(step_text.lstrip("0")) <= _MAX_DIGITS else span + 1
     if step < 1:
         detail = f"'{item}' has step {step_text}; a step must be at least 1"
         raise _fail(spec, detail, item, expression)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from pysched.errors import CronError
 from pysched.timing.calendar import Calendar
 from pysched.timing.cron import Cron, DstPolicy
 from pysched.timing.run_dates import RunDateRule, run_date_for
@@ -60,34 +61,52 @@ class Schedule:
         Several crons firing at the same instant make one firing. Without ``until`` the
         iteration stops once no open firing is found within ``HORIZON`` of the last one.
         """
-        if not self.crons:
-            return
-        streams = [cron.iter_after(after, self.tz, dst=self.dst) for cron in self.crons]
-        heads: list[datetime | None] = [next(stream, None) for stream in streams]
-        last_open = after
-        previous: datetime | None = None
-        while True:
-            candidates = [h for h in heads if h is not None]
-            if not candidates:
+        last_open = after.astimezone(UTC)
+        limit = until.astimezone(UTC) if until is not None else None
+        day: date | None = None
+        closed: str | None = None
+        run_date = after.date()
+        for utc, at in self._instants(after):
+            if limit is not None and utc > limit:
                 return
-            at = min(candidates)
-            for index, head in enumerate(heads):
-                if head is not None and head == at:
-                    heads[index] = next(streams[index], None)
-            if previous is not None and at == previous:
-                continue
-            previous = at
-            if until is not None and at > until:
-                return
-            if until is None and at - last_open > HORIZON:
+            if limit is None and utc - last_open > HORIZON:
                 return
             local_day = at.date()
-            closed = self._closed_reason(local_day)
+            if local_day != day:  # firings come in time order: judge each day once
+                day = local_day
+                closed = self._closed_reason(local_day)
+                run_date = self.run_date_of(local_day) if closed is None else local_day
             if closed is None:
-                last_open = at
-                yield Firing(at=at, run_date=self.run_date_of(local_day))
+                last_open = utc
+                yield Firing(at=at, run_date=run_date)
             elif include_closed:
                 yield Firing(at=at, run_date=local_day, closed=closed)
+
+    def _instants(self, after: datetime) -> Iterator[tuple[datetime, datetime]]:
+        """(UTC, local) firing instants of all crons merged, each instant once.
+
+        Merging compares in UTC: Python compares two datetimes of the same zone by wall time
+        and ignores ``fold``, which would merge 01:00 EDT with 01:00 EST on fall-back night.
+        """
+        streams = [cron.iter_after(after, self.tz, dst=self.dst) for cron in self.crons]
+        if len(streams) == 1:
+            stream = streams[0]
+            while (head := _utc_head(stream)) is not None:
+                yield head
+            return
+        heads = [_utc_head(stream) for stream in streams]
+        previous: datetime | None = None
+        while True:
+            candidates = [head for head in heads if head is not None]
+            if not candidates:
+                return
+            utc, at = min(candidates, key=lambda head: head[0])
+            for index, head in enumerate(heads):
+                if head is not None and head[0] == utc:
+                    heads[index] = _utc_head(streams[index])
+            if utc != previous:
+                previous = utc
+                yield utc, at
 
     def run_date_of(self, local_day: date) -> date:
         """The run date a firing on ``local_day`` (in the job's zone) is for."""
@@ -100,3 +119,12 @@ class Schedule:
         name = calendar.holiday_name(local_day)
         why = f"a holiday ({name})" if name else "not a business day"
         return f"{local_day.isoformat()} is {why} in calendar {calendar.name!r}"
+
+
+def _utc_head(stream: Iterator[datetime]) -> tuple[datetime, datetime] | None:
+    """The stream's next firing as (UTC, local); None once it ends (even at year 9999)."""
+    try:
+        at = next(stream, None)
+    except CronError:
+        return None
+    return None if at is None else (at.astimezone(UTC), at)

@@ -9,17 +9,20 @@ from __future__ import annotations
 import random
 
 ZONES = ["Europe/London", "America/New_York", "Australia/Sydney", "Asia/Tokyo", "UTC"]
+# A batch site's mix: mostly nightly and weekday jobs, some several times a day, a few monthly
+# and quarterly ones, and a rare 15-minute poller (weights in the second column).
 SCHEDULES = [
-    "0 2 * * *",
-    "30 6 * * 1-5",
-    "*/15 * * * *",
-    "0 */4 * * *",
-    "15 1 * * MON-FRI",
-    "0 23 L * *",
-    "0 9 * * MON#1",
-    "45 18 * * FRIL",
-    "0 0 1 */3 *",
-    "5 4 * * sun",
+    ("0 2 * * *", 30),
+    ("30 6 * * 1-5", 20),
+    ("15 1 * * MON-FRI", 15),
+    ("0 */4 * * *", 5),
+    ("0 8-18 * * 1-5", 3),
+    ("0 23 L * *", 5),
+    ("0 9 * * MON#1", 5),
+    ("45 18 * * FRIL", 5),
+    ("0 0 1 */3 *", 5),
+    ("5 4 * * sun", 6),
+    ("*/15 * * * *", 1),
 ]
 
 
@@ -47,7 +50,8 @@ def generated_config(jobs: int, seed: int = 7) -> str:
         if i % 5 == 4:
             lines.append(f"    depends_on: [job-{i - 1:05d}]")
         else:
-            lines.append(f'    schedule: "{rng.choice(SCHEDULES)}"')
+            (schedule,) = rng.choices([s for s, _ in SCHEDULES], [w for _, w in SCHEDULES])
+            lines.append(f'    schedule: "{schedule}"')
             lines.append(f"    timezone: {rng.choice(ZONES)}")
             if i % 3 == 0:
                 lines.append(f"    calendar: {rng.choice(['uk', 'us', 'desk'])}")
