@@ -7,7 +7,12 @@
      ├── CronError            a cron expression is wrong (also a ValueError)
      ├── CalendarError        a calendar cannot be built (also a ValueError)
      ├── TemplateError        a command/env/cwd template is wrong (also a ValueError)
-     └── DurationError        a duration such as ``1h30m`` is wrong (also a ValueError)
+     ├── DurationError        a duration such as ``1h30m`` is wrong (also a ValueError)
+     ├── ActionError          an operator action the run's state does not allow (names it)
+     ├── TransitionError      a run state change not in the table (a bug, never input)
+     ├── EngineStopped        the engine has fail-stopped or closed; nothing more is accepted
+     ├── StoreError           the journal cannot be opened, read or written (names file:line)
+     └── UnknownRunError      no such run or job (also a LookupError; names the id)
 
 Later capabilities add their own branches here (the journal's ``StoreError``, the engine's
 ``ActionError``, lookups that also subclass ``LookupError``), so that a caller can catch
@@ -77,3 +82,36 @@ class TemplateError(PyschedError, ValueError):
 
 class DurationError(PyschedError, ValueError):
     """A duration is not written like ``30s``, ``5m``, ``1h30m`` or ``2d``."""
+
+
+class ActionError(PyschedError):
+    """An operator action that the run's (or job's) current state does not allow."""
+
+    def __init__(self, message: str, *, state: str | None = None) -> None:
+        self.state = state
+        super().__init__(message)
+
+
+class TransitionError(PyschedError, RuntimeError):
+    """A run was asked to move between two states the transition table does not connect."""
+
+
+class EngineStopped(PyschedError, RuntimeError):
+    """The engine has fail-stopped (``engine.error`` says why) or is closing."""
+
+
+class UnknownRunError(PyschedError, LookupError):
+    """No run (or job) with that id; ``id`` names it."""
+
+    def __init__(self, id: str, what: str = "run") -> None:
+        self.id = id
+        super().__init__(f"no {what} {id!r}")
+
+
+class StoreError(PyschedError):
+    """The journal cannot be opened, read or written.
+
+    Raised when a state dir is locked by another pysched, when a journal file is damaged (the
+    message names the file and line), and by every commit once a write or fsync has failed (the
+    store is fail-stop; the failing ``OSError`` is the ``__cause__``).
+    """

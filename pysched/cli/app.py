@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pysched.cli import offline
+from pysched.cli import offline, store_commands
 
 app = typer.Typer(
     name="pysched",
@@ -15,9 +15,12 @@ app = typer.Typer(
     add_completion=False,
 )
 cron_app = typer.Typer(help="Work with cron expressions.", no_args_is_help=True)
+store_app = typer.Typer(help="Work with the journal in a state dir.", no_args_is_help=True)
 
 app.command("validate")(offline.validate)
 app.command("forecast")(offline.forecast_command)
 app.command("calendar")(offline.calendar_command)
 cron_app.command("next")(offline.cron_next)
 app.add_typer(cron_app, name="cron")
+store_app.command("check")(store_commands.check)
+app.add_typer(store_app, name="store")

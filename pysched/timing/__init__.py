@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pysched.errors import CalendarError, CronError, DurationError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar, parse_weekdays
+from pysched.timing.clock import Clock, FakeClock, RealClock
 from pysched.timing.cron import Cron, DstGap, DstPolicy, DstRepeat
 from pysched.timing.durations import format_duration, parse_duration
 from pysched.timing.run_dates import RunDateRule, run_date_for
@@ -17,13 +18,16 @@ __all__ = [
     "DEFAULT_CALENDAR",
     "Calendar",
     "CalendarError",
+    "Clock",
     "Cron",
     "CronError",
     "DstGap",
     "DstPolicy",
     "DstRepeat",
     "DurationError",
+    "FakeClock",
     "Firing",
+    "RealClock",
     "RunDateRule",
     "Schedule",
     "format_duration",

@@ -1,0 +1,98 @@
+"""The book: every run the engine knows, indexed so nothing needs a scan.
+
+It answers from memory, in creation order: by run id, by job and run date, by job. The engine
+is the only writer; everyone else reads (``engine.book``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+
+from pysched.engine.runs import Run, RunState
+from pysched.errors import UnknownRunError
+
+
+class Book:
+    def __init__(self) -> None:
+        self._runs: dict[str, Run] = {}
+        self._by_key: dict[tuple[str, date], list[Run]] = {}
+        self._by_job: dict[str, list[Run]] = {}
+
+    def add(self, run: Run) -> None:
+        if run.run_id in self._runs:
+            raise ValueError(f"run {run.run_id} is already in the book")
+        self._runs[run.run_id] = run
+        self._by_key.setdefault((run.job, run.run_date), []).append(run)
+        self._by_job.setdefault(run.job, []).append(run)
+
+    def replace(self, run: Run) -> None:
+        """Put ``run`` in place of the run with the same id (replay and fail-stop revert)."""
+        old = self._runs.get(run.run_id)
+        if old is None:
+            self.add(run)
+            return
+        self._runs[run.run_id] = run
+        for index in (self._by_key[(run.job, run.run_date)], self._by_job[run.job]):
+            index[index.index(old)] = run
+
+    def remove(self, run: Run) -> None:
+        del self._runs[run.run_id]
+        key = (run.job, run.run_date)
+        self._by_key[key].remove(run)
+        if not self._by_key[key]:
+            del self._by_key[key]
+        self._by_job[run.job].remove(run)
+        if not self._by_job[run.job]:
+            del self._by_job[run.job]
+
+    def get(self, run_id: str) -> Run:
+        """The run with that id; ``UnknownRunError`` (a ``LookupError``) if there is none."""
+        run = self._runs.get(run_id)
+        if run is None:
+            raise UnknownRunError(run_id)
+        return run
+
+    def find(self, run_id: str) -> Run | None:
+        return self._runs.get(run_id)
+
+    def latest_for(self, job: str, run_date: date) -> Run | None:
+        """The newest run of ``job`` for ``run_date`` (the one dependencies look at)."""
+        runs = self._by_key.get((job, run_date))
+        return runs[-1] if runs else None
+
+    def runs_for(self, job: str, run_date: date) -> list[Run]:
+        return list(self._by_key.get((job, run_date), ()))
+
+    def count_for(self, job: str, run_date: date) -> int:
+        return len(self._by_key.get((job, run_date), ()))
+
+    def runs(
+        self,
+        job: str | None = None,
+        run_date: date | None = None,
+        state: RunState | str | None = None,
+    ) -> list[Run]:
+        """Runs matching every filter given, in creation order."""
+        if job is not None and run_date is not None:
+            source: list[Run] | Iterator[Run] = self._by_key.get((job, run_date), [])
+        elif job is not None:
+            source = self._by_job.get(job, [])
+        else:
+            source = iter(self._runs.values())
+        wanted = RunState(state) if isinstance(state, str) else state
+        return [
+            run
+            for run in source
+            if (run_date is None or run.run_date == run_date)
+            and (wanted is None or run.state is wanted)
+        ]
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self._runs.values())
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self._runs

@@ -1,0 +1,924 @@
+"""The engine: one loop that moves every run from firing to final state, write-ahead.
+
+Everything that happens (a firing falls due, an attempt ends, a retry timer expires, an operator
+acts) arrives as an item in the engine's inbox. One loop takes what is there (up to a batch),
+folds it into state in memory, commits all the changed records to the journal in one commit,
+and only after the commit returns publishes events and acts: starts attempts, arms timers,
+answers callers. So nothing is ever shown or started on a change the journal could lose
+(write-ahead), and a burst of changes costs one commit (group commit happens by itself).
+
+If the journal cannot write, the engine fail-stops: every run changed since the last good commit
+goes back to its committed copy, ``engine.error`` is set, ``wait_failed()`` returns, and nothing
+more is created or started. The next engine over the same journal carries on from what was
+truly written.
+
+Tasks: the loop, the firing task, one watcher per attempt (attempts nursery) and one timer per
+retrying run (timers nursery), all in the nursery of ``open_engine``. Leaving ``open_engine``
+cancels them: attempts are no longer watched but keep running under their minders.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from pysched.config.model import Config, Job, Overlap
+from pysched.config.templates import RunContext
+from pysched.engine import journal_state
+from pysched.engine.book import Book
+from pysched.engine.catch_up import missed_firings
+from pysched.engine.deps import Verdict, evaluate
+from pysched.engine.events import EventLog
+from pysched.engine.journal_state import Replayed, firing_record
+from pysched.engine.runs import Attempt, AttemptOutcome, Run, RunState, Trigger
+from pysched.engine.slots import Slots
+from pysched.engine.work import (
+    AttemptEnded,
+    AttemptStarted,
+    Call,
+    Dispatch,
+    Fire,
+    RetryDue,
+    Work,
+)
+from pysched.errors import EngineStopped, PyschedError, StoreError, TemplateError
+from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher
+from pysched.store import Record
+from pysched.timing.clock import Clock
+from pysched.timing.run_dates import run_date_for
+from pysched.timing.schedule import Firing
+
+log = logging.getLogger(__name__)
+
+INBOX_BATCH = 2_000
+"""At most this many inbox items are folded into one commit."""
+START_BATCH = 200
+"""At most this many attempts are started per loop pass, so the loop stays responsive."""
+
+
+class _Watch:
+    """What the engine keeps about a running attempt."""
+
+    __slots__ = ("handle", "job", "kill_reason", "number", "pool")
+
+    def __init__(self, job: Job, number: int, pool: str | None) -> None:
+        self.job = job
+        self.number = number
+        self.pool = pool
+        self.handle: AttemptHandle | None = None
+        self.kill_reason: AttemptOutcome | RunState | None = None
+        """KILLED or TIMED_OUT (the attempt's outcome), or CANCELLED (the run's fate)."""
+
+
+class EngineCore:
+    """The machinery of the engine; ``pysched.engine.actions.Engine`` adds the operator actions.
+
+    Public, read-only: ``book``, ``config``, ``events``, ``error``, ``clock``.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        store: Any,
+        *,
+        clock: Clock,
+        launcher: Launcher,
+        kill_grace: timedelta = timedelta(seconds=10),
+        seed: int | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.launcher = launcher
+        self.kill_grace = kill_grace
+        self.book = Book()
+        self.events = EventLog()
+        self.error: BaseException | None = None
+        self._store = store
+        self._random = random.Random(seed)
+        self._inbox: deque[Work] = deque()
+        self._wakeup = trio.Event()
+        self._idle = trio.Event()
+        self._busy = False
+        self._failed = trio.Event()
+        self._slots = Slots(config.scheduler.max_running, config.pools)
+        self._heap: list[tuple[datetime, int, str, Firing]] = []
+        self._heap_version: dict[str, int] = {}
+        self._sleep_scope: trio.CancelScope | None = None
+        self._last_firing: dict[str, datetime] = {}
+        self._configs: dict[str, Mapping[str, Any]] = {}
+        self._job_holds: dict[str, Mapping[str, Any]] = {}
+        self._actions: dict[str, Mapping[str, Any]] = {}
+        self._watching: dict[tuple[str, date], set[str]] = {}
+        self._watches: dict[str, _Watch] = {}
+        self._dependency_only: dict[str, list[str]] = {}
+        # per loop pass: runs changed (with their committed copy), records, effects
+        self._dirty: dict[str, dict[str, Any] | None] = {}
+        self._records: list[Record] = []
+        self._effects: list[Callable[[], object]] = []
+        self._notify: set[tuple[str, date]] = set()
+        self._dispatch_wanted = False
+        self._snapshotting = False
+        self._nursery: trio.Nursery | None = None
+        self._attempts: trio.Nursery | None = None
+        self._action_seq = 0
+        self._index_config()
+
+    # -- public ---------------------------------------------------------------------------
+
+    async def settle(self) -> None:
+        """Return once nothing more can happen without time passing or an attempt ending.
+
+        Meant for tests: every task is blocked and the loop has nothing left to fold.
+        """
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            if self.error is not None or (not self._inbox and not self._busy):
+                return
+            await self._idle.wait()
+
+    async def wait_failed(self) -> BaseException:
+        """Wait until the engine fail-stops; return the cause (also in ``engine.error``)."""
+        await self._failed.wait()
+        assert self.error is not None
+        return self.error
+
+    # -- starting up ------------------------------------------------------------------------
+
+    def restore(self, state: Replayed) -> None:
+        """Take over the state a journal replay produced (before the loop starts)."""
+        self.book = state.book
+        self._last_firing = dict(state.last_firing)
+        self._configs = dict(state.configs)
+        self._job_holds = dict(state.job_holds)
+        self._actions = dict(state.actions)
+        self._action_seq = len(self._actions)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The engine's service: recover, catch up, then fire and move runs until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._attempts = nursery
+            self._startup()
+            nursery.start_soon(self._loop)
+            nursery.start_soon(self._firing_task)
+            task_status.started()
+
+    def _startup(self) -> None:
+        now = self.clock.now()
+        self._record_config_version(by="startup")
+        for run in self.book:
+            state = run.state
+            if state in (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED):
+                self._post(Call(handler=lambda run=run: self._evaluate(run)))
+            elif state is RunState.QUEUED:
+                self._enqueue(run)
+            elif state is RunState.RETRYING:
+                self._arm_retry(run)
+            elif state is RunState.RUNNING:
+                self._recover_attempt(run)
+        for name, job in self.config.jobs.items():
+            if job.enabled and job.schedule is not None:
+                last = self._last_firing.get(name)
+                if last is None:
+                    self._watermark(name, now)
+                elif last < now:
+                    self._post(Call(handler=lambda job=job, last=last: self._catch_up(job, last)))
+                self._plan(name, now)
+        self._post(Dispatch())
+
+    def _watermark(self, name: str, now: datetime) -> None:
+        """Journal that ``name``'s firings are accounted for up to ``now`` (a job seen for the
+        first time), so firings missed after this, even before its first firing, are caught
+        up rather than silently lost."""
+        self._last_firing[name] = now
+        self._records.append(firing_record(name, now, now.date(), run_id=None))
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _post(self, work: Work) -> None:
+        self._inbox.append(work)
+        self._wakeup.set()
+
+    async def _loop(self) -> None:
+        while True:
+            if not self._inbox:
+                self._busy = False
+                self._idle.set()
+                self._idle = trio.Event()
+                await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                continue
+            self._busy = True
+            batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
+            calls: list[Call] = []
+            for work in batch:
+                if isinstance(work, Call):
+                    calls.append(work)
+                    try:
+                        work.result = work.handler()
+                    except PyschedError as exc:
+                        work.error = exc
+                else:
+                    self._handle(work)
+            self._settle_changes()
+            if not await self._commit():
+                for call in calls:
+                    call.error = call.error or EngineStopped(f"the engine stopped: {self.error}")
+                    call.done.set()
+                self._fail_pending_calls()
+                return
+            effects, self._effects = self._effects, []
+            for effect in effects:
+                effect()
+            for call in calls:
+                call.done.set()
+            self._maybe_snapshot()
+            await trio.lowlevel.checkpoint()
+
+    def _handle(self, work: Work) -> None:
+        if isinstance(work, Fire):
+            self._on_fire(work)
+        elif isinstance(work, AttemptStarted):
+            self._on_attempt_started(work)
+        elif isinstance(work, AttemptEnded):
+            self._on_attempt_ended(work)
+        elif isinstance(work, RetryDue):
+            self._on_retry_due(work)
+        else:
+            self._dispatch_wanted = True
+
+    def _settle_changes(self) -> None:
+        """Re-evaluate dependents of what changed, then start what the slots allow."""
+        for _ in range(1000):  # bounded: each pass only looks at runs a change touched
+            if not self._notify:
+                break
+            notify, self._notify = self._notify, set()
+            for key in notify:
+                for run_id in sorted(self._watching.get(key, ())):
+                    run = self.book.find(run_id)
+                    if run is not None and run.state in _EVALUABLE and not run.forced:
+                        self._evaluate(run)
+        if self._dispatch_wanted or self._slots.queued:
+            self._dispatch_wanted = False
+            self._dispatch()
+
+    async def _commit(self) -> bool:
+        """Journal every run changed in this pass and the other records; False on fail-stop."""
+        if not self._dirty and not self._records:
+            return True
+        records = [
+            Record(type="run", data=self.book.get(run_id).to_data())
+            for run_id in self._dirty
+            if run_id in self.book
+        ]
+        records += self._records
+        try:
+            await self._store.commit(records)
+        except StoreError as exc:
+            self._fail_stop(exc)
+            return False
+        self._dirty.clear()
+        self._records = []
+        return True
+
+    def _fail_stop(self, error: StoreError) -> None:
+        """Put every uncommitted run back, drop what was about to happen, and report."""
+        log.error("journal failed, engine stopping: %s", error)
+        for run_id, committed in self._dirty.items():
+            run = self.book.find(run_id)
+            if run is None:
+                continue
+            if committed is None:
+                self.book.remove(run)
+            else:
+                self.book.replace(Run.from_data(committed))
+        self._dirty.clear()
+        self._records = []
+        self._effects = []
+        self.error = error
+        self._failed.set()
+        self._idle.set()
+        if self._nursery is not None:
+            # stop firing and starting; attempt watchers go too (their ends cannot be recorded)
+            self._nursery.cancel_scope.cancel()
+
+    def _fail_pending_calls(self) -> None:
+        while self._inbox:
+            work = self._inbox.popleft()
+            if isinstance(work, Call):
+                work.error = EngineStopped(f"the engine stopped: {self.error}")
+                work.done.set()
+
+    async def call(self, handler: Callable[[], Any]) -> Any:
+        """Run ``handler`` inside the loop; return its result once its changes are durable."""
+        if self.error is not None:
+            raise EngineStopped(f"the engine stopped: {self.error}")
+        work = Call(handler=handler)
+        self._post(work)
+        await work.done.wait()
+        if work.error is not None:
+            raise work.error
+        return work.result
+
+    # -- changing runs (inside the loop only) ---------------------------------------------
+
+    def _touch(self, run: Run) -> None:
+        if run.run_id not in self._dirty:
+            self._dirty[run.run_id] = run.to_data() if run.run_id in self.book else None
+
+    def _move(self, run: Run, to: RunState, reason: str = "") -> None:
+        self._touch(run)
+        before = run.state
+        run.move(to, reason)
+        if before is not to:
+            if before.finished or to.finished:
+                self._notify.add((run.job, run.run_date))
+            if before is RunState.QUEUED:
+                self._slots.discard(run.run_id)
+            self._effect_publish("run_changed", run, before=before.value)
+
+    def _effect_publish(self, kind: str, run: Run, **extra: Any) -> None:
+        data = {
+            "run_id": run.run_id,
+            "job": run.job,
+            "state": run.state.value,
+            "reason": run.reason,
+            **extra,
+        }
+        at = self.clock.now()
+        self._effects.append(lambda: self.events.publish(at, kind, data))
+
+    def _create(
+        self,
+        job: Job,
+        run_date: date,
+        *,
+        scheduled_for: datetime,
+        trigger: Trigger,
+        upstream: str | None = None,
+    ) -> Run:
+        n = self.book.count_for(job.name, run_date) + 1
+        run = Run(
+            job=job.name,
+            run_date=run_date,
+            n=n,
+            created_at=self.clock.now(),
+            scheduled_for=scheduled_for,
+            trigger=trigger,
+            upstream=upstream,
+        )
+        self._touch(run)
+        self.book.add(run)
+        self._notify.add((run.job, run.run_date))
+        self._effect_publish("run_created", run, trigger=trigger.value, upstream=upstream)
+        hold = self._job_holds.get(job.name)
+        if hold is not None:
+            run.move(RunState.HELD, f"job held by {hold.get('by') or 'an operator'}")
+        else:
+            self._evaluate(run)
+        for downstream in self._dependency_only.get(job.name, ()):
+            if self.book.count_for(downstream, run_date) == 0:
+                self._create(
+                    self.config.jobs[downstream],
+                    run_date,
+                    scheduled_for=scheduled_for,
+                    trigger=Trigger.DEPENDENCY,
+                    upstream=job.name,
+                )
+        return run
+
+    def _evaluate(self, run: Run) -> None:
+        """Judge a not-yet-started run's dependencies and move it accordingly."""
+        job = self.config.jobs.get(run.job)
+        if job is None:
+            self._move(run, RunState.CANCELLED, "job removed from the config")
+            return
+        result = evaluate(job, run.run_date, self.book)
+        for key in result.watches:
+            self._watching.setdefault(key, set()).add(run.run_id)
+        if result.verdict is Verdict.MET:
+            self._ready(run, job)
+        elif result.verdict is Verdict.WAITING:
+            self._move(run, RunState.WAITING, result.reason)
+        elif result.verdict is Verdict.BLOCKED:
+            self._move(run, RunState.BLOCKED, result.reason)
+        else:
+            self._move(run, RunState.SKIPPED, result.reason)
+
+    def _unwatch(self, run: Run, job: Job | None) -> None:
+        if job is None:
+            return
+        for dependency in job.depends_on:
+            key = (dependency.job, dependency.upstream_run_date(run.run_date, job.calendar))
+            watchers = self._watching.get(key)
+            if watchers is not None:
+                watchers.discard(run.run_id)
+                if not watchers:
+                    del self._watching[key]
+
+    def _active_run(self, job: str, other_than: str) -> Run | None:
+        for run_id, watch in self._watches.items():
+            if watch.job.name == job and run_id != other_than:
+                return self.book.find(run_id)
+        return None
+
+    def _ready(self, run: Run, job: Job) -> None:
+        """Dependencies are met: apply the overlap policy and queue for a slot."""
+        self._unwatch(run, job)
+        active = self._active_run(job.name, run.run_id)
+        if active is not None and job.overlap is Overlap.SKIP and not run.forced:
+            self._move(run, RunState.SKIPPED, f"overlap: {active.run_id} is still running")
+            return
+        if job.overlap is Overlap.QUEUE and not run.forced:
+            # keep only the newest waiting run of each run date
+            for other in self.book.runs_for(job.name, run.run_date):
+                if other is not run and other.state is RunState.QUEUED and other.n < run.n:
+                    self._move(other, RunState.SKIPPED, f"overlap: superseded by {run.run_id}")
+        reason = f"waiting for {active.run_id} to finish" if active is not None else ""
+        self._move(run, RunState.QUEUED, reason)
+        self._enqueue(run)
+
+    def _enqueue(self, run: Run) -> None:
+        job = self.config.jobs.get(run.job)
+        if job is None:
+            return
+        self._slots.enqueue(run, job.priority, job.pool)
+        self._dispatch_wanted = True
+
+    def _may_start(self, run_id: str) -> bool:
+        run = self.book.find(run_id)
+        if run is None or run.state not in (RunState.QUEUED, RunState.RETRYING):
+            return False
+        job = self.config.jobs.get(run.job)
+        if job is None:
+            return False
+        if job.overlap is Overlap.ALLOW or run.forced:
+            return True
+        return self._active_run(job.name, run.run_id) is None
+
+    def _dispatch(self) -> None:
+        if self.error is not None:
+            return
+        started = self._slots.take(START_BATCH, self._may_start)
+        for run_id, pool in started:
+            self._start_attempt(self.book.get(run_id), pool)
+        if len(started) == START_BATCH:
+            self._post(Dispatch())
+
+    def _start_attempt(self, run: Run, pool: str | None) -> None:
+        job = self.config.jobs[run.job]
+        number = len(run.attempts) + 1
+        now = self.clock.now()
+        self._touch(run)
+        run.attempts.append(Attempt(number=number, started_at=now))
+        run.next_try_at = None
+        self._move(run, RunState.RUNNING, "")
+        watch = _Watch(job, number, pool)
+        self._watches[run.run_id] = watch
+        try:
+            spec = self._spec(run, job, number)
+        except TemplateError as exc:
+            # cannot even build the command (a secret went missing since the config loaded)
+            self._post(
+                AttemptEnded(run_id=run.run_id, number=number, status=None, start_error=str(exc))
+            )
+            return
+        self._effects.append(lambda: self._spawn(self._watch_attempt, run.run_id, spec, watch))
+
+    def _spec(self, run: Run, job: Job, number: int) -> AttemptSpec:
+        context = RunContext(
+            job=run.job,
+            run_id=run.run_id,
+            run_date=run.run_date,
+            attempt=number,
+            scheduled_for=run.scheduled_for,
+        )
+        secrets = self.config.secrets
+        env = {name: template.render(context, secrets) for name, template in job.env.items()}
+        env.update(
+            PYSCHED_JOB=run.job,
+            PYSCHED_RUN_ID=run.run_id,
+            PYSCHED_RUN_DATE=run.run_date.isoformat(),
+            PYSCHED_ATTEMPT=str(number),
+            PYSCHED_SCHEDULED_FOR=run.scheduled_for.isoformat(),
+        )
+        base = self.config.path.parent.absolute()
+        cwd = base / job.cwd.render(context, secrets) if job.cwd is not None else base
+        return AttemptSpec(
+            run_id=run.run_id,
+            job=run.job,
+            run_date=run.run_date,
+            attempt=number,
+            argv=job.command.render(context, secrets),
+            env=env,
+            cwd=Path(cwd),
+            scheduled_for=run.scheduled_for,
+            display=job.command.display(context),
+        )
+
+    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self._attempts is not None and self.error is None:
+            self._attempts.start_soon(fn, *args)
+
+    # -- attempts (tasks outside the loop; they only post) ---------------------------------
+
+    async def _watch_attempt(self, run_id: str, spec: AttemptSpec, watch: _Watch) -> None:
+        try:
+            handle = await self.launcher.start(spec)
+        except (OSError, PyschedError) as exc:
+            self._post(
+                AttemptEnded(run_id=run_id, number=watch.number, status=None, start_error=str(exc))
+            )
+            return
+        watch.handle = handle
+        self._post(AttemptStarted(run_id=run_id, number=watch.number, info=dict(handle.info)))
+        await self._wait_attempt(run_id, handle, watch, started_at=self.clock.now())
+
+    async def _wait_attempt(
+        self, run_id: str, handle: AttemptHandle, watch: _Watch, *, started_at: datetime
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            if watch.job.timeout is not None:
+                deadline = started_at + watch.job.timeout
+                nursery.start_soon(self._time_out, handle, watch, deadline)
+            if watch.kill_reason is not None:  # killed before the launcher gave us a handle
+                nursery.start_soon(handle.kill, self.kill_grace)
+            status = await handle.wait()
+            nursery.cancel_scope.cancel()
+        self._post(AttemptEnded(run_id=run_id, number=watch.number, status=status))
+
+    async def _time_out(self, handle: AttemptHandle, watch: _Watch, deadline: datetime) -> None:
+        await self.clock.sleep_until(deadline)
+        if watch.kill_reason is None:
+            watch.kill_reason = AttemptOutcome.TIMED_OUT
+        await handle.kill(self.kill_grace)
+
+    def _recover_attempt(self, run: Run) -> None:
+        """After a restart: adopt a still-running attempt, record one that ended, or lose it."""
+        job = self.config.jobs.get(run.job)
+        attempt = run.current_attempt
+        if job is None or attempt is None:
+            self._post(
+                AttemptEnded(
+                    run_id=run.run_id, number=attempt.number if attempt else 0, status=None
+                )
+            )
+            return
+        watch = _Watch(job, attempt.number, job.pool)
+        self._watches[run.run_id] = watch
+        self._slots.acquire(job.pool)
+        spec = self._spec(run, job, attempt.number)
+        self._effects.append(lambda: self._spawn(self._adopt, run.run_id, spec, attempt, watch))
+
+    async def _adopt(self, run_id: str, spec: AttemptSpec, attempt: Attempt, watch: _Watch) -> None:
+        found = await self.launcher.recover(spec, attempt.info)
+        if found is None or isinstance(found, ExitStatus):
+            self._post(AttemptEnded(run_id=run_id, number=watch.number, status=found))
+            return
+        watch.handle = found
+        await self._wait_attempt(run_id, found, watch, started_at=attempt.started_at)
+
+    # -- handlers (inside the loop) --------------------------------------------------------
+
+    def _on_fire(self, work: Fire) -> None:
+        job = self.config.jobs.get(work.job)
+        firing = work.firing
+        if job is None or not job.enabled:
+            return
+        self._last_firing[job.name] = firing.at
+        if firing.closed is not None:
+            self._records.append(
+                firing_record(
+                    job.name, firing.at, firing.run_date, run_id=None, skipped=firing.closed
+                )
+            )
+            return
+        run = self._create(job, firing.run_date, scheduled_for=firing.at, trigger=Trigger.SCHEDULE)
+        self._records.append(firing_record(job.name, firing.at, firing.run_date, run_id=run.run_id))
+
+    def _on_attempt_started(self, work: AttemptStarted) -> None:
+        run = self.book.find(work.run_id)
+        if run is None or run.current_attempt is None:
+            return
+        if run.current_attempt.number != work.number:
+            return
+        self._touch(run)
+        run.attempts[-1] = Attempt(
+            number=work.number, started_at=run.attempts[-1].started_at, info=work.info
+        )
+        self._effect_publish("attempt_started", run, attempt=work.number, info=dict(work.info))
+
+    def _on_attempt_ended(self, work: AttemptEnded) -> None:
+        run = self.book.find(work.run_id)
+        watch = self._watches.pop(work.run_id, None)
+        if watch is not None:
+            self._slots.release(watch.pool)
+            self._dispatch_wanted = True
+        if run is None or run.state is not RunState.RUNNING:
+            return
+        job = watch.job if watch is not None else self.config.jobs.get(run.job)
+        status = work.status
+        now = self.clock.now()
+        kill_reason = watch.kill_reason if watch is not None else None
+        if work.start_error is not None:
+            outcome, message = AttemptOutcome.START_FAILED, work.start_error
+        elif status is None:
+            outcome, message = AttemptOutcome.LOST, "the attempt vanished while unwatched"
+        elif isinstance(kill_reason, AttemptOutcome):
+            outcome, message = kill_reason, status.message
+        elif kill_reason is RunState.CANCELLED:
+            outcome, message = AttemptOutcome.KILLED, status.message
+        elif status.succeeded:
+            outcome, message = AttemptOutcome.SUCCEEDED, status.message
+        else:
+            outcome, message = AttemptOutcome.FAILED, status.message
+        self._touch(run)
+        run.end_attempt(
+            ended_at=(status.ended_at if status is not None and status.ended_at else now),
+            exit_code=status.exit_code if status is not None else None,
+            signal=status.signal if status is not None else None,
+            outcome=outcome,
+            message=message,
+        )
+        self._effect_publish(
+            "attempt_ended",
+            run,
+            attempt=work.number,
+            outcome=outcome.value,
+            exit_code=status.exit_code if status is not None else None,
+        )
+        if outcome is AttemptOutcome.SUCCEEDED:
+            self._move(run, RunState.SUCCEEDED, "")
+        elif kill_reason is RunState.CANCELLED:
+            self._move(run, RunState.CANCELLED, run.reason or "cancelled")
+        elif outcome is AttemptOutcome.KILLED:
+            self._move(run, RunState.FAILED, run.reason or "killed")
+        elif job is not None and run.attempts_in_series < 1 + job.retries.count:
+            retry = run.attempts_in_series
+            spread = self._random.uniform(-1.0, 1.0)
+            delay = job.retries.backoff.delay(retry, spread)
+            run.next_try_at = now + delay
+            self._move(
+                run,
+                RunState.RETRYING,
+                f"attempt {work.number} {_said(outcome, status)}; retry {retry} of "
+                f"{job.retries.count} at {run.next_try_at.isoformat()}",
+            )
+            self._arm_retry(run)
+        else:
+            final = RunState.LOST if outcome is AttemptOutcome.LOST else RunState.FAILED
+            self._move(run, final, f"attempt {work.number} {_said(outcome, status)}")
+
+    def _arm_retry(self, run: Run) -> None:
+        at = run.next_try_at or self.clock.now()
+        marker = RetryDue(run_id=run.run_id, attempts=len(run.attempts))
+        self._effects.append(lambda: self._spawn(self._retry_timer, at, marker))
+
+    async def _retry_timer(self, at: datetime, marker: RetryDue) -> None:
+        await self.clock.sleep_until(at)
+        self._post(marker)
+
+    def _on_retry_due(self, work: RetryDue) -> None:
+        run = self.book.find(work.run_id)
+        if run is None or run.state is not RunState.RETRYING:
+            return
+        if len(run.attempts) != work.attempts:
+            return
+        self._move(run, RunState.QUEUED, "retry due")
+        self._enqueue(run)
+
+    # -- firing ----------------------------------------------------------------------------
+
+    def _plan(self, name: str, after: datetime) -> None:
+        """(Re)compute a job's next firing; the firing task sleeps until the earliest."""
+        job = self.config.jobs.get(name)
+        version = self._heap_version.get(name, 0) + 1
+        self._heap_version[name] = version
+        if job is not None and job.enabled and job.schedule is not None:
+            firing = next(job.schedule.iter_firings(after, include_closed=True), None)
+            if firing is None:
+                log.warning("job %s has no firing within the search horizon", name)
+            else:
+                heapq.heappush(self._heap, (firing.at.astimezone(UTC), version, name, firing))
+        if self._sleep_scope is not None:
+            self._sleep_scope.cancel()  # the firing task re-reads the heap
+
+    async def _firing_task(self) -> None:
+        """Sleep until the earliest next firing, post it, plan that job's next one.
+
+        **Cancellation:** ``_plan`` cancels the current sleep when the heap changes, so a new or
+        changed job's earlier firing is never slept through.
+        """
+        while True:
+            while self._heap and self._heap_version.get(self._heap[0][2]) != self._heap[0][1]:
+                heapq.heappop(self._heap)  # superseded by a later _plan
+            if self._heap and self._heap[0][0] <= self.clock.now() + _FIRING_TOLERANCE:
+                _, _, name, firing = heapq.heappop(self._heap)
+                self._post(Fire(job=name, firing=firing))
+                self._plan(name, firing.at)
+                continue
+            with trio.CancelScope() as scope:
+                self._sleep_scope = scope
+                if self._heap:
+                    await self.clock.sleep_until(self._heap[0][0])
+                else:
+                    await trio.sleep_forever()
+            self._sleep_scope = None
+
+    def _catch_up(self, job: Job, last: datetime) -> None:
+        missed = missed_firings(job, last, self.clock.now(), self.config.scheduler.max_catch_up)
+        for firing, reason in missed.skipped:
+            self._records.append(
+                firing_record(job.name, firing.at, firing.run_date, run_id=None, skipped=reason)
+            )
+            self._effects.append(
+                lambda f=firing, r=reason: self.events.publish(
+                    self.clock.now(),
+                    "firing_skipped",
+                    {"job": job.name, "at": f.at.isoformat(), "reason": r},
+                )
+            )
+        if missed.summary is not None:
+            count, first, last_at, reason = missed.summary
+            self._records.append(
+                Record(
+                    type="skips",
+                    data={
+                        "job": job.name,
+                        "count": count,
+                        "first": first.isoformat(),
+                        "last": last_at.isoformat(),
+                        "reason": reason,
+                    },
+                )
+            )
+        for firing in missed.runs:
+            run = self._create(
+                job, firing.run_date, scheduled_for=firing.at, trigger=Trigger.CATCH_UP
+            )
+            self._records.append(
+                firing_record(job.name, firing.at, firing.run_date, run_id=run.run_id)
+            )
+        if missed.last is not None:
+            self._last_firing[job.name] = missed.last
+
+    # -- config --------------------------------------------------------------------------
+
+    def _index_config(self) -> None:
+        self._dependency_only = {}
+        for name, job in self.config.jobs.items():
+            if job.schedule is None and job.enabled:
+                for dependency in job.depends_on:
+                    if dependency.date_offset == 0 and dependency.job != name:
+                        self._dependency_only.setdefault(dependency.job, []).append(name)
+
+    def _record_config_version(self, *, by: str) -> bool:
+        config = self.config
+        if config.sha256 in self._configs and list(self._configs)[-1] == config.sha256:
+            return False
+        data = {
+            "sha256": config.sha256,
+            "text": config.text,
+            "at": self.clock.now().isoformat(),
+            "by": by,
+        }
+        self._configs.pop(config.sha256, None)
+        self._configs[config.sha256] = data
+        self._records.append(Record(type="config", data=data))
+        return True
+
+    def apply(self, new: Config, *, by: str) -> None:
+        """Swap in ``new`` (inside the loop): new jobs fire, removed jobs stop, changed jobs
+        take effect for new runs; the version is journaled."""
+        old = self.config
+        self.config = new
+        self._slots.reconfigure(new.scheduler.max_running, new.pools)
+        self._index_config()
+        now = self.clock.now()
+        for name in set(old.jobs) | set(new.jobs):
+            before, after = old.jobs.get(name), new.jobs.get(name)
+            if after is None:
+                self._plan(name, now)  # bumps the version: its heap entry is dropped
+                for run in self.book.runs(job=name):
+                    if run.state in _EVALUABLE or run.state in (
+                        RunState.QUEUED,
+                        RunState.HELD,
+                        RunState.RETRYING,
+                    ):
+                        self._move(run, RunState.CANCELLED, "job removed from the config")
+            elif (
+                before is None
+                or before.schedule != after.schedule
+                or (before.enabled != after.enabled)
+            ):
+                if after.schedule is not None and name not in self._last_firing:
+                    self._watermark(name, now)
+                self._plan(name, now)
+        self._record_config_version(by=by)
+        self._effects.append(
+            lambda: self.events.publish(now, "config_applied", {"sha256": new.sha256, "by": by})
+        )
+        self._dispatch_wanted = True
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def state_view(self) -> Replayed:
+        return Replayed(
+            book=self.book,
+            last_firing=self._last_firing,
+            configs=self._configs,
+            job_holds=self._job_holds,
+            actions=self._actions,
+        )
+
+    def _maybe_snapshot(self) -> None:
+        if self._snapshotting or not getattr(self._store, "wants_snapshot", False):
+            return
+        live, archived, gone = journal_state.snapshot_records(
+            self.state_view(),
+            now=self.clock.now(),
+            history_days=self.config.scheduler.history_days,
+        )
+        for run in gone:
+            self.book.remove(run)
+        gone_ids = {run.run_id for run in gone}
+        for action_id in [a for a, d in self._actions.items() if d.get("target") in gone_ids]:
+            del self._actions[action_id]
+        self._snapshotting = True
+        self._spawn(self._write_snapshot, live, archived)
+
+    async def _write_snapshot(
+        self, live: Sequence[Record], archived: Sequence[tuple[str, Record]]
+    ) -> None:
+        try:
+            await self._store.write_snapshot(live, archived)
+        except StoreError:
+            log.exception("snapshot failed")
+        finally:
+            self._snapshotting = False
+
+    # -- actions' bookkeeping (used by pysched.engine.actions) -----------------------------
+
+    def _record_action(self, action: str, target: str, by: str, why: str) -> None:
+        self._action_seq += 1
+        now = self.clock.now()
+        data = {
+            "id": f"{now.strftime('%Y%m%dT%H%M%S')}-{self._action_seq}",
+            "at": now.isoformat(),
+            "by": by,
+            "why": why,
+            "action": action,
+            "target": target,
+        }
+        self._actions[data["id"]] = data
+        self._records.append(Record(type="action", data=data))
+        self._effects.append(lambda: self.events.publish(now, "action", data))
+
+    def actions_for(self, target: str) -> list[Mapping[str, Any]]:
+        """Operator actions recorded against a run id or job name, oldest first."""
+        return [a for a in self._actions.values() if a.get("target") == target]
+
+    def run_date_for_today(self, job: Job) -> date:
+        local_today = self.clock.now().astimezone(job.timezone).date()
+        return run_date_for(local_today, job.run_date, job.calendar)
+
+    def _request_kill(self, run: Run, reason: AttemptOutcome | RunState) -> None:
+        watch = self._watches.get(run.run_id)
+        if watch is None:
+            return
+        watch.kill_reason = reason
+        handle = watch.handle
+        if handle is not None:
+            self._effects.append(lambda: self._spawn(handle.kill, self.kill_grace))
+
+    def _iter_jobs(self, names: Iterable[str]) -> list[Job]:
+        return [self.config.jobs[name] for name in names if name in self.config.jobs]
+
+
+_EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)
+_FIRING_TOLERANCE = timedelta(milliseconds=1)
+"""A fake clock built on float seconds may wake a hair before an instant; this much early is
+on time."""
+
+
+def _said(outcome: AttemptOutcome, status: ExitStatus | None) -> str:
+    if outcome is AttemptOutcome.TIMED_OUT:
+        return "timed out"
+    if outcome is AttemptOutcome.START_FAILED:
+        return "could not start"
+    if outcome is AttemptOutcome.LOST:
+        return "was lost"
+    if status is not None and status.signal is not None:
+        return f"ended by signal {status.signal}"
+    if status is not None and status.exit_code is not None:
+        return f"exited {status.exit_code}"
+    return "failed"

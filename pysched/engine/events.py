@@ -1,0 +1,82 @@
+"""The event stream: every committed change, numbered, for the UI, the CLI, alerts and metrics.
+
+The engine publishes an event only after the change it describes is durable (write-ahead), so a
+reader never sees something the journal could lose. Events are kept in a bounded ring; a reader
+that falls further behind than the ring gets a ``reset`` and reloads. Publishing never blocks
+and never waits for a reader: a slow reader loses its place, the engine does not slow down.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import trio
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """``kind``: run_created, run_changed, attempt_started, attempt_ended, action,
+    config_applied, firing_skipped (more kinds come with alerts and reloads)."""
+
+    id: int
+    at: datetime
+    kind: str
+    data: Mapping[str, Any]
+
+
+RESET = "reset"
+
+
+class EventLog:
+    """A bounded, numbered ring of events with waiting readers."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._events: deque[Event] = deque(maxlen=capacity)
+        self._next_id = 1
+        self._changed = trio.Event()
+
+    @property
+    def last_id(self) -> int:
+        return self._next_id - 1
+
+    def publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> Event:
+        event = Event(id=self._next_id, at=at, kind=kind, data=data)
+        self._next_id += 1
+        self._events.append(event)
+        self._changed.set()
+        self._changed = trio.Event()
+        return event
+
+    def since(self, last_id: int) -> list[Event] | None:
+        """Events after ``last_id``, or None when some of them already left the ring."""
+        if not self._events or last_id >= self.last_id:
+            return []
+        first = self._events[0].id
+        if last_id + 1 < first:
+            return None
+        return list(self._events)[last_id + 1 - first :]
+
+    async def follow(self, last_id: int | None = None) -> AsyncIterator[Event]:
+        """Yield events after ``last_id`` (default: from now on) as they come.
+
+        When the reader has fallen behind the ring it gets one event of kind ``reset`` (id of
+        the newest event) and continues from there; it should reload its view.
+        """
+        cursor = self.last_id if last_id is None else last_id
+        while True:
+            events = self.since(cursor)
+            if events is None:
+                newest = self._events[-1]
+                yield Event(id=newest.id, at=newest.at, kind=RESET, data={})
+                cursor = newest.id
+                continue
+            if not events:
+                await self._changed.wait()
+                continue
+            for event in events:
+                yield event
+                cursor = event.id

@@ -1,0 +1,137 @@
+"""What the engine writes to the journal, and how it reads it back.
+
+Every record is an idempotent upsert keyed by its identity (a run by its id, a firing by its
+job, a config by its hash, an action by its id), so replaying a record twice, which a snapshot
+taken while commits are in flight can cause, changes nothing.
+
+========  ========================================================================
+type      data
+========  ========================================================================
+run       the whole run (``Run.to_data``): state, reason, attempts, ...
+firing    ``job``, ``at``, ``run_date``, and ``run_id`` or ``skipped`` (the reason);
+          with neither, a watermark: firings up to ``at`` are accounted for
+skips     a summary of many skipped firings: ``job``, ``count``, ``first``, ``last``,
+          ``reason``
+config    an applied config version: ``sha256``, ``text``, ``at``, ``by``
+job       a job-level hold: ``job``, ``held``, ``by``, ``why``, ``at``
+action    an operator action: ``id``, ``at``, ``by``, ``why``, ``action``, ``target``
+========  ========================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from pysched.engine.book import Book
+from pysched.engine.runs import Run
+from pysched.store import Record
+
+
+@dataclass(slots=True)
+class Replayed:
+    """The state a journal describes, folded record by record."""
+
+    book: Book = field(default_factory=Book)
+    last_firing: dict[str, datetime] = field(default_factory=dict[str, datetime])
+    configs: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    job_holds: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    actions: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    records: int = 0
+
+    def fold(self, record: Record) -> None:
+        data = record.data
+        self.records += 1
+        kind = record.type
+        if kind == "run":
+            self.book.replace(Run.from_data(data))
+        elif kind == "firing":
+            at = datetime.fromisoformat(data["at"])
+            previous = self.last_firing.get(data["job"])
+            if previous is None or at > previous:
+                self.last_firing[data["job"]] = at
+        elif kind == "skips":
+            last = datetime.fromisoformat(data["last"])
+            previous = self.last_firing.get(data["job"])
+            if previous is None or last > previous:
+                self.last_firing[data["job"]] = last
+        elif kind == "config":
+            self.configs[data["sha256"]] = data
+        elif kind == "job":
+            if data.get("held"):
+                self.job_holds[data["job"]] = data
+            else:
+                self.job_holds.pop(data["job"], None)
+        elif kind == "action":
+            self.actions[data["id"]] = data
+        # unknown types are refused by the store's version check; newer record kinds that an
+        # older engine does not know would be ignored here rather than crash a restart
+
+
+def replay(records: Iterable[Record]) -> Replayed:
+    state = Replayed()
+    for record in records:
+        state.fold(record)
+    return state
+
+
+def firing_record(
+    job: str, at: datetime, run_date: date, *, run_id: str | None, skipped: str | None = None
+) -> Record:
+    return Record(
+        type="firing",
+        data={
+            "job": job,
+            "at": at.isoformat(),
+            "run_date": run_date.isoformat(),
+            "run_id": run_id,
+            "skipped": skipped,
+        },
+    )
+
+
+def snapshot_records(
+    state: Replayed, *, now: datetime, history_days: int
+) -> tuple[list[Record], list[tuple[str, Record]], list[Run]]:
+    """The records that rebuild ``state``, the records to archive, and the runs archived.
+
+    Finished runs whose run date is more than ``history_days`` before ``now`` leave the live
+    state: they go to the monthly archive of their run date and out of memory.
+    """
+    cutoff = (now - timedelta(days=history_days)).date()
+    live: list[Record] = [Record(type="config", data=c) for c in state.configs.values()]
+    live += [Record(type="job", data=h) for h in state.job_holds.values()]
+    live += [
+        Record(
+            type="firing",
+            data={
+                "job": job,
+                "at": at.isoformat(),
+                "run_date": None,
+                "run_id": None,
+                "skipped": None,
+            },
+        )
+        for job, at in state.last_firing.items()
+    ]
+    archived: list[tuple[str, Record]] = []
+    gone: list[Run] = []
+    gone_ids: set[str] = set()
+    for run in state.book:
+        record = Record(type="run", data=run.to_data())
+        if run.state.finished and run.run_date < cutoff:
+            archived.append((run.run_date.strftime("%Y-%m"), record))
+            gone.append(run)
+            gone_ids.add(run.run_id)
+        else:
+            live.append(record)
+    for action in state.actions.values():
+        record = Record(type="action", data=action)
+        if action.get("target") in gone_ids:
+            month = str(action.get("at", ""))[:7] or "unknown"
+            archived.append((month, record))
+        else:
+            live.append(record)
+    return live, archived, gone

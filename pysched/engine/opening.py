@@ -1,0 +1,50 @@
+"""``open_engine``: the engine as an async context manager that owns its tasks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import trio
+
+from pysched.config.model import Config
+from pysched.engine.actions import Engine
+from pysched.engine.journal_state import replay
+from pysched.launch.base import Launcher
+from pysched.timing.clock import Clock
+
+
+@asynccontextmanager
+async def open_engine(
+    config: Config,
+    store: Any,
+    *,
+    clock: Clock,
+    launcher: Launcher,
+    kill_grace: timedelta = timedelta(seconds=10),
+    seed: int | None = None,
+) -> AsyncGenerator[Engine]:
+    """Replay ``store``, recover, catch up, and run the engine until the block exits.
+
+    The engine takes ownership of ``store`` and closes it on exit (so a new engine can open the
+    same state dir). Leaving the block stops firing and watching; attempts keep running under
+    their minders and the next engine adopts them. ``seed`` fixes the backoff jitter.
+
+    **Cancellation:** cancelling the block is how the engine is stopped; a commit in flight is
+    finished first (the store shields it), nothing half-written is acted on.
+    """
+    engine = Engine(config, store, clock=clock, launcher=launcher, kill_grace=kill_grace, seed=seed)
+    try:
+        # reading the journal is disk work: it goes to a worker thread (the loop never waits)
+        state = await trio.to_thread.run_sync(lambda: replay(store.records()))
+        engine.restore(state)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(engine.run)
+            try:
+                yield engine
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        store.close()

@@ -1,0 +1,250 @@
+"""Runs and their states: every allowed change in one table.
+
+A *run* is one execution of a job for one run date (``extract.2026-10-16.1``); it makes one or
+more *attempts* (a retry is a new attempt; a rerun starts a new series of attempts). The state
+diagram, in words:
+
+``scheduled`` → ``waiting`` (a dependency not met yet) | ``blocked`` (a dependency can no
+longer be met as things stand) | ``skipped`` → ``queued`` (ready, waiting for a slot) →
+``running`` → ``retrying`` (waiting out a backoff) → ``running`` → ``succeeded`` | ``failed``;
+``held`` and ``cancelled`` come from operators, ``lost`` from an attempt that vanished.
+
+``TRANSITIONS`` is the whole truth; ``Run.move`` refuses anything else with a
+``TransitionError`` (a bug, never user input: actions check states first and raise
+``ActionError``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from typing import Any
+
+from pysched.errors import TransitionError
+
+
+class RunState(enum.Enum):
+    SCHEDULED = "scheduled"
+    WAITING = "waiting"
+    BLOCKED = "blocked"
+    SKIPPED = "skipped"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    HELD = "held"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED
+
+
+FINISHED = frozenset(
+    {RunState.SUCCEEDED, RunState.FAILED, RunState.SKIPPED, RunState.CANCELLED, RunState.LOST}
+)
+"""States a run stays in until an operator reruns, forces or marks it."""
+
+_S = RunState
+_RESTART = frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SKIPPED, _S.SUCCEEDED})
+TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
+    _S.SCHEDULED: frozenset(
+        {_S.WAITING, _S.BLOCKED, _S.SKIPPED, _S.QUEUED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}
+    ),
+    _S.WAITING: frozenset({_S.QUEUED, _S.BLOCKED, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.BLOCKED: frozenset({_S.WAITING, _S.QUEUED, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.WAITING, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.LOST, _S.CANCELLED}),
+    _S.RETRYING: frozenset({_S.RUNNING, _S.QUEUED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.HELD: frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SKIPPED, _S.CANCELLED, _S.SUCCEEDED}),
+    # finished runs move again only by operators: rerun / force (re-evaluated from scratch),
+    # mark_success
+    _S.SUCCEEDED: frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SKIPPED}),
+    _S.FAILED: _RESTART,
+    _S.CANCELLED: _RESTART,
+    _S.LOST: _RESTART,
+    _S.SKIPPED: frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SUCCEEDED}),
+}
+
+
+class AttemptOutcome(enum.Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    KILLED = "killed"
+    TIMED_OUT = "timed_out"
+    LOST = "lost"
+    START_FAILED = "start_failed"
+
+
+class Trigger(enum.Enum):
+    """What created a run."""
+
+    SCHEDULE = "schedule"
+    DEPENDENCY = "dependency"
+    MANUAL = "manual"
+    BACKFILL = "backfill"
+    CATCH_UP = "catch_up"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """One try at running the command. ``outcome`` is None while it runs."""
+
+    number: int
+    started_at: datetime
+    ended_at: datetime | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    outcome: AttemptOutcome | None = None
+    info: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    message: str = ""
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "n": self.number,
+            "start": self.started_at.isoformat(),
+            "end": self.ended_at.isoformat() if self.ended_at else None,
+            "code": self.exit_code,
+            "sig": self.signal,
+            "out": self.outcome.value if self.outcome else None,
+            "info": dict(self.info),
+            "msg": self.message,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Attempt:
+        return cls(
+            number=int(data["n"]),
+            started_at=datetime.fromisoformat(data["start"]),
+            ended_at=datetime.fromisoformat(data["end"]) if data.get("end") else None,
+            exit_code=data.get("code"),
+            signal=data.get("sig"),
+            outcome=AttemptOutcome(data["out"]) if data.get("out") else None,
+            info=dict(data.get("info") or {}),
+            message=str(data.get("msg") or ""),
+        )
+
+
+class Run:
+    """One run of a job for a run date: mutable, kept consistent by its methods.
+
+    ``series_start`` is the number of attempts made before the current series (a rerun starts
+    a new series, so retries are counted per series while attempt numbers keep growing).
+    """
+
+    __slots__ = (
+        "attempts",
+        "created_at",
+        "forced",
+        "job",
+        "n",
+        "next_try_at",
+        "reason",
+        "run_date",
+        "run_id",
+        "scheduled_for",
+        "series_start",
+        "state",
+        "trigger",
+        "upstream",
+    )
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        run_date: date,
+        n: int,
+        created_at: datetime,
+        scheduled_for: datetime,
+        trigger: Trigger,
+        upstream: str | None = None,
+        state: RunState = RunState.SCHEDULED,
+        reason: str = "",
+    ) -> None:
+        self.job = job
+        self.run_date = run_date
+        self.n = n
+        self.run_id = run_id_of(job, run_date, n)
+        self.created_at = created_at
+        self.scheduled_for = scheduled_for
+        self.trigger = trigger
+        self.upstream = upstream
+        self.state = state
+        self.reason = reason
+        self.attempts: list[Attempt] = []
+        self.series_start = 0
+        self.next_try_at: datetime | None = None
+        self.forced = False
+
+    def move(self, to: RunState, reason: str = "") -> None:
+        """Change state by the table (raises ``TransitionError`` otherwise)."""
+        if to is not self.state and to not in TRANSITIONS[self.state]:
+            raise TransitionError(
+                f"run {self.run_id}: {self.state.value} -> {to.value} is not an allowed change"
+            )
+        self.state = to
+        self.reason = reason
+
+    @property
+    def attempts_in_series(self) -> int:
+        return len(self.attempts) - self.series_start
+
+    @property
+    def current_attempt(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def end_attempt(self, **changes: Any) -> Attempt:
+        attempt = replace(self.attempts[-1], **changes)
+        self.attempts[-1] = attempt
+        return attempt
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "id": self.run_id,
+            "job": self.job,
+            "date": self.run_date.isoformat(),
+            "n": self.n,
+            "state": self.state.value,
+            "reason": self.reason,
+            "created": self.created_at.isoformat(),
+            "for": self.scheduled_for.isoformat(),
+            "trigger": self.trigger.value,
+            "upstream": self.upstream,
+            "attempts": [a.to_data() for a in self.attempts],
+            "series": self.series_start,
+            "next_try": self.next_try_at.isoformat() if self.next_try_at else None,
+            "forced": self.forced,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Run:
+        run = cls(
+            job=str(data["job"]),
+            run_date=date.fromisoformat(data["date"]),
+            n=int(data["n"]),
+            created_at=datetime.fromisoformat(data["created"]),
+            scheduled_for=datetime.fromisoformat(data["for"]),
+            trigger=Trigger(data["trigger"]),
+            upstream=data.get("upstream"),
+            state=RunState(data["state"]),
+            reason=str(data.get("reason") or ""),
+        )
+        run.attempts = [Attempt.from_data(a) for a in data.get("attempts") or ()]
+        run.series_start = int(data.get("series") or 0)
+        next_try = data.get("next_try")
+        run.next_try_at = datetime.fromisoformat(next_try) if next_try else None
+        run.forced = bool(data.get("forced"))
+        return run
+
+    def __repr__(self) -> str:
+        return f"<Run {self.run_id} {self.state.value}>"
+
+
+def run_id_of(job: str, run_date: date, n: int) -> str:
+    """``<job>.<run_date>.<n>``, e.g. ``ice.2026-10-19.1``."""
+    return f"{job}.{run_date.isoformat()}.{n}"

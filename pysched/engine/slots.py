@@ -1,0 +1,95 @@
+"""Slots: the global ``max_running`` cap and named pools, and the queue of ready runs.
+
+Queued runs start by priority (higher first), then age (older first). The queue keeps one heap
+per pool, so finding the next startable run never scans runs stuck behind a full pool.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Mapping
+
+from pysched.engine.runs import Run
+
+_NO_POOL = ""
+
+
+class Slots:
+    def __init__(self, max_running: int, pools: Mapping[str, int]) -> None:
+        self.max_running = max_running
+        self.pools = dict(pools)
+        self.running = 0
+        self.in_pool: dict[str, int] = {}
+        self._heaps: dict[str, list[tuple[int, int, str]]] = {}
+        self._order = itertools.count()
+        self._queued: set[str] = set()
+
+    def reconfigure(self, max_running: int, pools: Mapping[str, int]) -> None:
+        self.max_running = max_running
+        self.pools = dict(pools)
+
+    # -- the queue ---------------------------------------------------------------------------
+
+    def enqueue(self, run: Run, priority: int, pool: str | None) -> None:
+        if run.run_id in self._queued:
+            return
+        self._queued.add(run.run_id)
+        entry = (-priority, next(self._order), run.run_id)
+        heapq.heappush(self._heaps.setdefault(pool or _NO_POOL, []), entry)
+
+    def discard(self, run_id: str) -> None:
+        """Forget a queued run (held, cancelled, skipped); its heap entry is dropped lazily."""
+        self._queued.discard(run_id)
+
+    def __contains__(self, run_id: str) -> bool:
+        return run_id in self._queued
+
+    @property
+    def queued(self) -> int:
+        return len(self._queued)
+
+    def take(self, limit: int, may_start: Callable[[str], bool]) -> list[tuple[str, str | None]]:
+        """Up to ``limit`` queued runs that fit the free slots, best first, as (run id, pool).
+
+        ``may_start(run_id)`` can hold a run back (overlap); such runs stay queued.
+        """
+        chosen: list[tuple[str, str | None]] = []
+        held_back: list[tuple[str, tuple[int, int, str]]] = []
+        while len(chosen) < limit and self.running < self.max_running:
+            best: tuple[int, int, str] | None = None
+            best_pool = ""
+            for pool, heap in self._heaps.items():
+                while heap and heap[0][2] not in self._queued:
+                    heapq.heappop(heap)  # lazily dropped
+                if not heap:
+                    continue
+                if pool != _NO_POOL and self.in_pool.get(pool, 0) >= self.pools.get(pool, 0):
+                    continue
+                if best is None or heap[0] < best:
+                    best, best_pool = heap[0], pool
+            if best is None:
+                break
+            heapq.heappop(self._heaps[best_pool])
+            run_id = best[2]
+            if not may_start(run_id):
+                held_back.append((best_pool, best))
+                continue
+            self._queued.discard(run_id)
+            self.acquire(best_pool or None)
+            chosen.append((run_id, best_pool or None))
+        for pool, entry in held_back:
+            heapq.heappush(self._heaps[pool], entry)
+        return chosen
+
+    # -- counting --------------------------------------------------------------------------
+
+    def acquire(self, pool: str | None) -> None:
+        self.running += 1
+        if pool:
+            self.in_pool[pool] = self.in_pool.get(pool, 0) + 1
+
+    def release(self, pool: str | None) -> None:
+        self.running -= 1
+        if pool:
+            self.in_pool[pool] -= 1

@@ -1,0 +1,89 @@
+"""The launcher interface: the engine's only way to run, watch and stop a command.
+
+A launcher turns an ``AttemptSpec`` into something running and hands back an ``AttemptHandle``
+to wait on or kill. The engine owns the task that waits (one per attempt, in its attempts
+nursery); the launcher owns nothing long-lived of its own. Implementations: ``FakeLauncher`` in
+``pysched.testing`` (virtual processes on the fake clock), the local launcher with its minder
+process, and later a remote launcher that runs attempts on agents. One contract test suite runs
+against all of them.
+
+Recovery: after a restart the engine asks ``recover(spec, info)`` about each attempt the journal
+says was running. ``info`` is whatever the handle's ``info`` held when the attempt started (pids,
+process start times, a note's path). The launcher answers with a handle to adopt, the way the
+attempt ended while nobody watched, or ``None`` when it vanished without a trace (the engine
+records it as ``lost``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptSpec:
+    """Everything needed to start one attempt. ``argv`` and ``env`` hold real secret values:
+    never log them; ``display`` is the command with secrets masked."""
+
+    run_id: str
+    job: str
+    run_date: date
+    attempt: int
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Added to the launcher's base environment: the job's ``env`` and the ``PYSCHED_*``."""
+    cwd: Path | None = None
+    scheduled_for: datetime
+    display: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExitStatus:
+    """How a command ended: ``exit_code`` for a normal exit, ``signal`` when a signal ended it.
+
+    ``ended_at`` is when it ended if the launcher knows better than the engine's clock (a
+    minder's note read after a restart); otherwise None and the engine uses its clock.
+    """
+
+    exit_code: int | None = None
+    signal: int | None = None
+    ended_at: datetime | None = None
+    message: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0 and self.signal is None
+
+
+class AttemptHandle(Protocol):
+    """A started attempt.
+
+    ``info`` is JSON-able and journaled with the attempt (pids and start times, so a restart
+    can find it again). ``wait`` returns once the command has ended. ``kill`` asks it to stop:
+    SIGTERM to its process group, then SIGKILL after ``grace``; it returns once the signal is
+    sent, and ``wait`` reports the end.
+
+    **Cancellation:** cancelling ``wait`` stops watching, never the command: leaving the engine
+    leaves attempts running under their minders, and the next start adopts them.
+    """
+
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+
+    async def wait(self) -> ExitStatus: ...
+
+    async def kill(self, grace: timedelta) -> None: ...
+
+
+class Launcher(Protocol):
+    """Starts attempts. ``start`` returns once the command is really started (or raises
+    ``OSError``/``LaunchError``-like errors, which the engine records as a failed start)."""
+
+    async def start(self, spec: AttemptSpec) -> AttemptHandle: ...
+
+    async def recover(
+        self, spec: AttemptSpec, info: Mapping[str, Any]
+    ) -> AttemptHandle | ExitStatus | None: ...

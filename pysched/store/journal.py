@@ -1,0 +1,528 @@
+"""``Store``: the journal on disk, with group commit, snapshots and retention.
+
+The contract is on ``BaseStore``; the files are described in ``layout`` and docs/journal.md.
+
+Group commit works without a background task (so the store needs no nursery): a committer that
+finds no write in progress *leads* one, carrying every record queued so far; committers that
+arrive while it is on its way queue behind it in the next batch and wait. When a write ends its
+leader wakes the next batch, one of whose committers leads it. Seq numbers are handed out in
+queue order and batches are written in that order, so the journal never has a gap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pysched.errors import StoreError
+from pysched.store.base import BaseStore
+from pysched.store.disk import Disk, StateLock
+from pysched.store.layout import (
+    ARCHIVE_DIR,
+    SNAPSHOT,
+    SNAPSHOT_TMP,
+    Kind,
+    archive_name,
+    is_month,
+    list_archives,
+    list_segments,
+    read_header,
+    replay_file,
+    scan_file,
+    segment_name,
+)
+from pysched.store.lines import SnapshotHeader, encode_header, encode_record
+from pysched.store.record import Record
+
+logger = logging.getLogger(__name__)
+
+_OPEN_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+_CHUNK = 1 << 20  # snapshot bytes gathered before each write
+
+
+class _Batch:
+    """The records of the commits that will share one write (and one fsync)."""
+
+    __slots__ = ("chunks", "count", "done", "error", "taken", "turn", "waiters")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.count = 0
+        self.waiters = 0  # committers (or a snapshot) waiting; 0 once all were cancelled
+        self.taken = False  # a leader is writing it
+        self.turn = trio.Event()  # the write before it has ended: one waiter may lead it
+        self.done = trio.Event()  # written, or failed (``error``)
+        self.error: StoreError | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Opened:
+    state_dir: Path
+    lock: StateLock
+    next_seq: int
+    segment: int
+    segment_used: bool
+    segment_bytes: int
+
+
+class Store(BaseStore):
+    """The journal on disk, in a state dir that it locks. Open it with ``Store.open``."""
+
+    state_dir: Path
+
+    def __init__(self, opened: _Opened, *, sync: bool, snapshot_bytes: int) -> None:
+        super().__init__(snapshot_bytes=snapshot_bytes, next_seq=opened.next_seq)
+        self.state_dir = opened.state_dir
+        self._lock = opened.lock
+        self._sync = sync
+        self._disk = Disk()
+        self._segment = opened.segment
+        self._segment_used = opened.segment_used  # has a write been sent to it (file exists)
+        self._segment_bytes = opened.segment_bytes
+        self._fd: int | None = None
+        self._fd_segment = 0
+        self._pending: _Batch | None = None  # filling; written by the next leader
+        self._latest: _Batch | None = None  # the last batch made (pending or being written)
+        self._writing = False
+        self._busy = 0  # worker threads using the files; the last one out honours close()
+        self._snapshotting = False
+
+    @classmethod
+    def open(
+        cls,
+        state_dir: str | os.PathLike[str],
+        *,
+        sync: bool = True,
+        snapshot_bytes: int = 64 * 2**20,
+    ) -> Store:
+        """Open the journal in ``state_dir`` (created if missing) and become its only owner.
+
+        Synchronous: call it before the Trio loop starts or from a worker thread. It takes the
+        lock (``StoreError`` naming the holder's pid if another pysched has it), reads the
+        snapshot and every segment after it line by line, removes what a crash mid-snapshot
+        left behind, and cuts a torn last line off the last segment (logged as a warning: a
+        crash interrupted that write, so it was never acknowledged). Anything else wrong (a bad
+        checksum or an unknown format version on any other line, a missing segment, a gap in
+        seq numbers) raises ``StoreError`` naming file and line: nothing is dropped silently.
+
+        ``sync=False`` skips every fsync (safe from a crash of the process, not of the
+        machine) and does all its work in the loop thread: for tests and throwaway runs.
+        ``snapshot_bytes`` is the segment size past which ``wants_snapshot`` turns true.
+        """
+        opened = _open_dir(Path(state_dir), sync=sync)
+        return cls(opened, sync=sync, snapshot_bytes=snapshot_bytes)
+
+    # ---- replay ------------------------------------------------------------------------------
+
+    def records(self) -> Iterator[Record]:
+        first = 1
+        snapshot = self.state_dir / SNAPSHOT
+        if snapshot.exists():
+            first = self._checked(read_header, snapshot).segment
+            yield from self._replay(snapshot, SNAPSHOT, "snapshot")
+        for number, path in list_segments(self.state_dir).items():
+            if number >= first:
+                yield from self._replay(path, segment_name(number), "journal")
+
+    def archived(self) -> Iterator[tuple[str, Record]]:
+        for path in list_archives(self.state_dir):
+            if not is_month(path.stem):
+                continue
+            name = archive_name(path.stem)
+            for record in self._replay(path, name, "archive", tail_may_tear=True):
+                yield path.stem, record
+
+    def _replay(
+        self, path: Path, name: str, kind: Kind, *, tail_may_tear: bool = False
+    ) -> Iterator[Record]:
+        try:
+            yield from replay_file(path, name, kind, tail_may_tear=tail_may_tear)
+        except ValueError as exc:
+            raise StoreError(f"{exc} (state dir {self.state_dir})") from None
+
+    def _checked(self, read: Callable[[Path], SnapshotHeader], path: Path) -> SnapshotHeader:
+        try:
+            return read(path)
+        except ValueError as exc:
+            raise StoreError(f"{exc} (state dir {self.state_dir})") from None
+
+    # ---- commit ------------------------------------------------------------------------------
+
+    async def commit(self, records: Sequence[Record]) -> list[Record]:
+        self._check_usable()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not records:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return []
+        started = time.perf_counter()
+        numbered, data = self._encode(records)
+        if self._sync:
+            batch = self._pending
+            if batch is None:
+                batch = self._pending = self._latest = _Batch()
+            batch.chunks.append(data)
+            batch.count += len(numbered)
+            await self._wait_for(batch)
+        else:
+            # No fsync: a write to the page cache is a memory copy, done here without a
+            # thread hop (which would also let an autojump clock run ahead in tests).
+            segment = self._take_segment()
+            try:
+                self._write(segment, data)
+            except Exception as exc:
+                raise self._fail(f"cannot write {segment_name(segment)}", exc) from exc
+            self._count_batch(records=len(numbered), size=len(data), fsyncs=0)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        self._count_commit(time.perf_counter() - started)
+        return numbered
+
+    async def _wait_for(self, batch: _Batch) -> None:
+        """Wait until ``batch`` is written, leading its write when it is its turn."""
+        batch.waiters += 1
+        try:
+            while not batch.done.is_set():
+                if batch.taken:
+                    await batch.done.wait()
+                elif self._writing:
+                    await batch.turn.wait()
+                else:
+                    await self._lead(batch)
+        finally:
+            batch.waiters -= 1
+        if batch.error is not None:
+            raise batch.error
+
+    async def _lead(self, batch: _Batch) -> None:
+        """Write ``batch`` (and any batch behind it that nobody waits for any more), then hand
+        the next batch to its waiters. Shielded: followers depend on this write finishing."""
+        following: _Batch | None = None
+        with trio.CancelScope(shield=True):
+            if self._closed:
+                self._abandon(batch, StoreError("the store is closed"))
+                return
+            self._writing = True
+            self._busy += 1
+            try:
+                while True:
+                    self._pending = None
+                    batch.taken = True
+                    segment = self._take_segment()
+                    data = b"".join(batch.chunks)
+                    try:
+                        await trio.to_thread.run_sync(self._write, segment, data)
+                    except Exception as exc:
+                        error = self._fail(f"cannot write {segment_name(segment)}", exc)
+                        self._abandon(batch, error)
+                        return
+                    self._count_batch(records=batch.count, size=len(data), fsyncs=1)
+                    batch.done.set()
+                    following = self._pending
+                    if following is None or following.waiters:
+                        break
+                    batch = following  # its committers were all cancelled: write it in order
+            finally:
+                self._writing = False
+                self._leave_thread()
+        if following is not None:
+            following.turn.set()
+
+    def _abandon(self, batch: _Batch, error: StoreError) -> None:
+        """Fail ``batch`` and the one queued behind it: their committers raise ``error``."""
+        for each in (batch, self._pending):
+            if each is not None:
+                each.error = error
+                each.done.set()
+                each.turn.set()
+        self._pending = None
+
+    def _take_segment(self) -> int:
+        self._segment_used = True
+        return self._segment
+
+    def _write(self, segment: int, data: bytes) -> None:
+        """Append ``data`` to ``segment`` (and sync it); in a worker thread when syncing."""
+        fd = self._fd
+        if fd is None or self._fd_segment != segment:
+            fd = self._open_segment(segment)
+        self._disk.write(fd, data)
+        if self._sync:
+            self._disk.sync(fd)
+
+    def _open_segment(self, segment: int) -> int:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        path = self.state_dir / segment_name(segment)
+        created = not path.exists()
+        fd = os.open(path, _OPEN_APPEND, 0o644)
+        self._fd, self._fd_segment = fd, segment
+        if created and self._sync:
+            # Without this a machine crash could lose the new file's name, and with it the
+            # records an fsync of the file had made "durable".
+            self._disk.sync_dir(self.state_dir)
+        return fd
+
+    # ---- snapshots ---------------------------------------------------------------------------
+
+    async def write_snapshot(
+        self, live: Iterable[Record], archived: Iterable[tuple[str, Record]] = ()
+    ) -> None:
+        self._check_usable()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._snapshotting:
+            raise RuntimeError("a snapshot is already being written")
+        # Everything up to the rotation happens before any other task can run: ``live`` is
+        # the state as of this instant, and every later commit goes to the new segment.
+        records = list(live)
+        by_month = _by_month(archived)
+        if self._segment_used:
+            self._segment += 1
+            self._segment_used = False
+            self._segment_bytes = 0
+        header = SnapshotHeader(segment=self._segment, seq=self._next_seq - 1, records=len(records))
+        latest = self._latest
+        queued = latest if latest is not None and not latest.done.is_set() else None
+        self._snapshotting = True
+        self._busy += 1
+        try:
+            await self._off_loop(self._prepare_snapshot, header, records, by_month)
+            if queued is not None:
+                await self._wait_for(queued)  # the snapshot may hold their changes
+            self._check_usable()
+            await self._off_loop(self._install_snapshot, header)
+        except (StoreError, ValueError):
+            raise
+        except Exception as exc:
+            raise self._fail("cannot write the snapshot", exc) from exc
+        finally:
+            self._snapshotting = False
+            self._leave_thread()
+        self._counts.snapshots += 1
+        if not self._sync:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def _off_loop(self, work: Callable[..., None], *args: Any) -> None:
+        if self._sync:
+            await trio.to_thread.run_sync(work, *args)
+        else:
+            work(*args)
+
+    def _prepare_snapshot(
+        self, header: SnapshotHeader, records: list[Record], by_month: dict[str, list[Record]]
+    ) -> None:
+        """Append the archive, then write the snapshot to its temporary file (synced)."""
+        disk = self._disk
+        disk.step("rotated")
+        archive_data = {
+            month: b"".join(encode_record(r) for r in found) for month, found in by_month.items()
+        }
+        for month, data in archive_data.items():
+            self._append_archive(month, data)
+        disk.step("archived")
+        temporary = self.state_dir / SNAPSHOT_TMP
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            chunk = [encode_header(header)]
+            size = 0
+            for record in records:
+                line = encode_record(record)
+                chunk.append(line)
+                size += len(line)
+                if size >= _CHUNK:
+                    disk.write(fd, b"".join(chunk))
+                    chunk.clear()
+                    size = 0
+            disk.write(fd, b"".join(chunk))
+            if self._sync:
+                disk.sync(fd)
+        except ValueError:
+            os.close(fd)
+            temporary.unlink()
+            raise
+        os.close(fd)
+        disk.step("written")
+
+    def _install_snapshot(self, header: SnapshotHeader) -> None:
+        """Rename the snapshot into place, then delete the segments it covers."""
+        disk = self._disk
+        os.replace(self.state_dir / SNAPSHOT_TMP, self.state_dir / SNAPSHOT)
+        disk.step("renamed")
+        if self._sync:
+            disk.sync_dir(self.state_dir)
+        disk.step("dir_synced")
+        for number, path in list_segments(self.state_dir).items():
+            if number < header.segment:
+                path.unlink()
+                disk.step("segment_deleted")
+
+    def _append_archive(self, month: str, data: bytes) -> None:
+        folder = self.state_dir / ARCHIVE_DIR
+        if not folder.is_dir():
+            folder.mkdir()
+            if self._sync:
+                self._disk.sync_dir(self.state_dir)
+        path = folder / f"{month}.jsonl"
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if not created:
+                _cut_unfinished_line(fd, archive_name(month))
+            self._disk.write(fd, data)
+            if self._sync:
+                self._disk.sync(fd)
+        finally:
+            os.close(fd)
+        if created and self._sync:
+            self._disk.sync_dir(folder)
+
+    # ---- closing -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._closed = True
+        if not self._busy:
+            self._release()
+
+    def _leave_thread(self) -> None:
+        self._busy -= 1
+        if self._closed and not self._busy:
+            self._release()
+
+    def _release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        self._lock.release()
+
+
+def _by_month(archived: Iterable[tuple[str, Record]]) -> dict[str, list[Record]]:
+    found: dict[str, list[Record]] = {}
+    for month, record in archived:
+        if not is_month(month):
+            raise ValueError(f"archive month {month!r} is not YYYY-MM")
+        found.setdefault(month, []).append(record)
+    return found
+
+
+def _cut_unfinished_line(fd: int, name: str) -> None:
+    """Truncate an archive that a crash left without its final newline (before appending)."""
+    size = os.fstat(fd).st_size
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        if end == size and block.endswith(b"\n"):
+            return
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    logger.warning("%s: cut %d bytes of a torn last line before appending", name, size - end)
+    os.ftruncate(fd, end)
+
+
+# ---- opening -----------------------------------------------------------------------------------
+
+
+def _open_dir(state_dir: Path, *, sync: bool) -> _Opened:
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create state dir {state_dir}: {exc.strerror or exc}") from exc
+    lock = StateLock.acquire(state_dir)
+    try:
+        return _read_dir(state_dir, lock, sync=sync)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _read_dir(state_dir: Path, lock: StateLock, *, sync: bool) -> _Opened:
+    def refuse(problem: str) -> StoreError:
+        return StoreError(f"{problem} (state dir {state_dir})")
+
+    leftover = state_dir / SNAPSHOT_TMP
+    if leftover.exists():
+        leftover.unlink()
+        logger.info("%s: removed an unfinished snapshot a crash left", SNAPSHOT_TMP)
+    header: SnapshotHeader | None = None
+    if (state_dir / SNAPSHOT).exists():
+        try:
+            header = scan_file(state_dir / SNAPSHOT, SNAPSHOT, "snapshot", strict=True).header
+        except ValueError as exc:
+            raise refuse(str(exc)) from None
+    first = header.segment if header is not None else 1
+    segments = list_segments(state_dir)
+    covered = [path for number, path in segments.items() if number < first]
+    for path in covered:
+        path.unlink()
+        logger.info("%s: removed, the snapshot covers it (a crash came before it was)", path.name)
+    if covered and sync:
+        Disk().sync_dir(state_dir)
+    kept = {number: path for number, path in segments.items() if number >= first}
+    for expected, number in enumerate(kept, start=first):
+        if number != expected:
+            raise refuse(
+                f"{segment_name(expected)}:0: missing, yet {segment_name(number)} follows: "
+                "replay would lose records"
+            )
+    previous: int | None = None
+    for index, (number, path) in enumerate(kept.items()):
+        name = segment_name(number)
+        try:
+            scan = scan_file(
+                path,
+                name,
+                "journal",
+                previous_seq=previous,
+                tail_may_tear=index == len(kept) - 1,
+                strict=True,
+            )
+        except ValueError as exc:
+            raise refuse(str(exc)) from None
+        if previous is None and scan.first_seq is not None:
+            start = header.seq + 1 if header is not None else 1
+            if scan.first_seq > start:
+                raise refuse(
+                    f"{name}:1: the journal starts at seq {scan.first_seq}, not {start}: "
+                    "records are missing"
+                )
+        if scan.torn is not None:
+            removed = path.stat().st_size - scan.torn.offset
+            _cut(path, scan.torn.offset, sync=sync)
+            logger.warning(
+                "%s: cut it off (%d bytes): a crash interrupted that write, which was never "
+                "acknowledged",
+                scan.torn,
+                removed,
+            )
+        if scan.last_seq is not None:
+            previous = scan.last_seq
+    last_seq = max(previous or 0, header.seq if header is not None else 0)
+    if kept:
+        segment, path = next(reversed(kept.items()))
+        used, size = True, path.stat().st_size
+    else:
+        segment, used, size = first, False, 0
+    return _Opened(
+        state_dir=state_dir,
+        lock=lock,
+        next_seq=last_seq + 1,
+        segment=segment,
+        segment_used=used,
+        segment_bytes=size,
+    )
+
+
+def _cut(path: Path, offset: int, *, sync: bool) -> None:
+    with path.open("r+b") as file:
+        file.truncate(offset)
+        if sync:
+            os.fsync(file.fileno())

@@ -1,0 +1,174 @@
+"""The line format every journal file shares: one record a line, versioned and checksummed.
+
+A record line is compact JSON ending in a newline::
+
+    {"v":1,"seq":42,"type":"run","data":{"id":"ice.2026-10-19.1"},"crc":"5d1e0c6a"}
+
+``crc`` is always the last field: eight lowercase hex digits of the CRC-32 (``zlib.crc32``) of
+the line's bytes *before* ``,"crc":``. A reader therefore checks a line exactly, byte for byte,
+before it parses any JSON, and the writer never needs a second serialisation to checksum.
+
+A snapshot starts with one header line of the same shape, its fields in place of seq/type/data::
+
+    {"v":1,"snapshot":{"segment":4,"seq":1234,"records":5678},"crc":"..."}
+
+``v`` is the format version. A reader refuses a version it does not know (naming file and
+line) rather than guessing; a line with a bad checksum is refused too, unless it is the last
+line of a file that may legitimately end in a half-written line (see ``LineError.torn``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from pysched.store.record import Record
+
+FORMAT_VERSION = 1
+TYPE_PATTERN = re.compile(r"[a-z_]+")
+_CRC_TAIL = re.compile(rb',"crc":"([0-9a-f]{8})"\}\n')
+_CRC_TAIL_SIZE = len(b',"crc":"00000000"}\n')
+_RECORD_KEYS = frozenset({"v", "seq", "type", "data", "crc"})
+_HEADER_KEYS = frozenset({"v", "snapshot", "crc"})
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+class LineError(Exception):
+    """Why one line cannot be read.
+
+    ``torn`` is True when the line could be the tail of a write that a crash interrupted (no
+    newline, no or a bad checksum, not JSON); a torn line is only forgiven as a file's last line.
+    """
+
+    def __init__(self, message: str, *, torn: bool) -> None:
+        self.torn = torn
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotHeader:
+    """A snapshot's first line: replay continues from journal ``segment``; the snapshot holds
+    ``records`` records and was cut when ``seq`` was the last number handed out."""
+
+    segment: int
+    seq: int
+    records: int
+
+
+def encode_data(data: Mapping[str, Any]) -> str:
+    """``data`` as compact JSON; ``ValueError`` if it is not JSON-able."""
+    try:
+        return _dumps(data if type(data) is dict else dict(data))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"record data is not JSON-able: {exc}") from None
+
+
+def check_type(kind: str) -> None:
+    if not TYPE_PATTERN.fullmatch(kind):
+        raise ValueError(f"record type {kind!r} must be lowercase letters and underscores")
+
+
+def _seal(head: bytes) -> bytes:
+    return b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))
+
+
+def encode_line(seq: int, kind: str, data_json: str) -> bytes:
+    """One record line; ``kind`` must already be checked and ``data_json`` encoded."""
+    return _seal(f'{{"v":{FORMAT_VERSION},"seq":{seq},"type":"{kind}","data":{data_json}'.encode())
+
+
+def encode_record(record: Record) -> bytes:
+    """A record's line as it stands (its own seq); ``ValueError`` if it cannot be stored."""
+    check_type(record.type)
+    if record.seq < 0:
+        raise ValueError(f"record seq {record.seq} is negative")
+    return encode_line(record.seq, record.type, encode_data(record.data))
+
+
+def encode_header(header: SnapshotHeader) -> bytes:
+    return _seal(
+        f'{{"v":{FORMAT_VERSION},"snapshot":{{"segment":{header.segment},'
+        f'"seq":{header.seq},"records":{header.records}}}'.encode()
+    )
+
+
+def read_fields(raw: bytes) -> dict[str, Any]:
+    """Check a line's newline, checksum, JSON and version; return its fields."""
+    if not raw.endswith(b"\n"):
+        raise LineError("no newline at the end of the line (cut short)", torn=True)
+    tail = raw[-_CRC_TAIL_SIZE:]
+    match = _CRC_TAIL.fullmatch(tail)
+    if match is None:
+        raise LineError("no checksum at the end of the line", torn=True)
+    head = raw[:-_CRC_TAIL_SIZE]
+    stated = int(match.group(1), 16)
+    actual = zlib.crc32(head)
+    if stated != actual:
+        raise LineError(
+            f"bad checksum (the line says {stated:08x}, its content gives {actual:08x})", torn=True
+        )
+    try:
+        fields = json.loads(raw)
+    except ValueError as exc:
+        raise LineError(f"not JSON although its checksum matches: {exc}", torn=False) from None
+    if not isinstance(fields, dict):
+        raise LineError("not a JSON object", torn=False)
+    found = cast(dict[str, Any], fields)
+    version = found.get("v")
+    if version != FORMAT_VERSION:
+        raise LineError(
+            f"unknown format version {version!r} (this pysched reads version {FORMAT_VERSION}; "
+            "was the file written by a newer pysched?)",
+            torn=False,
+        )
+    return found
+
+
+def _whole(value: object, minimum: int) -> bool:
+    return type(value) is int and value >= minimum
+
+
+def record_from(fields: dict[str, Any], *, min_seq: int = 1) -> Record:
+    """The record a checked line holds; ``LineError`` if its fields are not a record's."""
+    if fields.keys() != _RECORD_KEYS:
+        raise LineError(
+            f"not a record: fields {sorted(fields)}, expected {sorted(_RECORD_KEYS)}", torn=False
+        )
+    seq, kind, data = fields["seq"], fields["type"], fields["data"]
+    if not _whole(seq, min_seq):
+        raise LineError(f"bad seq {seq!r} (a whole number from {min_seq})", torn=False)
+    if not (isinstance(kind, str) and TYPE_PATTERN.fullmatch(kind)):
+        raise LineError(f"bad type {kind!r}", torn=False)
+    if not isinstance(data, dict):
+        raise LineError("data is not a JSON object", torn=False)
+    return Record(type=kind, data=cast(dict[str, Any], data), seq=seq)
+
+
+def header_from(fields: dict[str, Any]) -> SnapshotHeader:
+    """The snapshot header a checked line holds; ``LineError`` if it is not one."""
+    body = fields.get("snapshot")
+    if fields.keys() != _HEADER_KEYS or not isinstance(body, dict):
+        raise LineError("not a snapshot header (the first line of a snapshot)", torn=False)
+    values = cast(dict[str, Any], body)
+    segment, seq, records = (
+        values.get("segment", 0),
+        values.get("seq", -1),
+        values.get("records", -1),
+    )
+    if not (_whole(segment, 1) and _whole(seq, 0) and _whole(records, 0)):
+        raise LineError(f"bad snapshot header {values}", torn=False)
+    return SnapshotHeader(segment=segment, seq=seq, records=records)
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number from 1, byte offset, raw line with its newline)`` for each line, streamed."""
+    offset = 0
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            yield number, offset, raw
+            offset += len(raw)

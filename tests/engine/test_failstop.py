@@ -1,0 +1,67 @@
+"""Write-ahead and fail-stop: nothing is shown or started on an unwritten change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import trio
+
+from pysched.engine import RunState
+from pysched.errors import EngineStopped, StoreError
+from tests.engine.harness import Harness, config_from
+
+CONFIG = """
+jobs:
+  a: {schedule: "0 1 * * *", command: x}
+  b: {schedule: "0 2 * * *", command: x}
+"""
+
+
+async def test_journal_failure_stops_the_engine(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(CONFIG), durations={"a": timedelta(minutes=30)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        a = engine.book.get("a.2026-10-19.1")
+        assert a.state is RunState.RUNNING
+        events_before = engine.events.last_id
+        h.store.inject_failure(OSError(28, "No space left on device"))
+        await h.advance(engine, minutes=30)  # a ends: its change cannot be written
+        error = await engine.wait_failed()
+        assert isinstance(error, StoreError)
+        assert engine.error is error
+        # put back to the last committed copy, nothing published about the lost change
+        assert engine.book.get("a.2026-10-19.1").state is RunState.RUNNING
+        assert engine.events.last_id == events_before
+        await h.advance(engine, hours=2)
+        assert engine.book.find("b.2026-10-19.1") is None  # nothing more created or started
+        assert [s.run_id for s in h.launcher.started] == ["a.2026-10-19.1"]
+        with pytest.raises(EngineStopped):
+            await engine.trigger("b")
+
+    # a new engine over what was written carries on: a's attempt is adopted (it ended while
+    # unwatched), b fires as usual
+    # same clock, same launcher: the virtual process outlived the engine
+    async with h.engine(store=h.store.reopen()) as engine:
+        a = engine.book.get("a.2026-10-19.1")
+        assert a.state is RunState.SUCCEEDED
+        assert a.attempts[0].ended_at is not None
+        assert a.attempts[0].ended_at.strftime("%H:%M") == "01:30"
+        await h.advance(engine, days=1)
+        assert engine.book.get("b.2026-10-20.1").state is RunState.SUCCEEDED
+
+
+async def test_failed_start_commit_starts_nothing(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(CONFIG))
+    async with h.engine() as engine:
+        h.store.inject_failure()
+        await h.advance(engine, hours=3)
+        assert engine.error is not None
+        assert h.launcher.started == []
+        assert len(engine.book) == 0
+    async with h.engine(store=h.store.reopen()) as engine:
+        # the firings at 01:00 and 02:00 were never written: caught up by policy (latest)
+        assert {(r.run_id, r.trigger.value) for r in engine.book} == {
+            ("a.2026-10-19.1", "catch_up"),
+            ("b.2026-10-19.1", "catch_up"),
+        }

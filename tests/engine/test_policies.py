@@ -1,0 +1,104 @@
+"""Overlap, pools and the global cap, priorities."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import trio
+
+from pysched.engine import Engine, RunState
+from tests.engine.harness import Harness, config_from, states
+
+
+def overlap_config(policy: str) -> str:
+    return f"""
+    jobs:
+      poll:
+        schedule: "*/10 * * * *"
+        command: x
+        overlap: {policy}
+    """
+
+
+async def test_overlap_skip(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(overlap_config("skip")), durations={"poll": timedelta(minutes=25)})
+    async with h.engine() as engine:
+        # the engine opens at 00:00, so the first firing is 00:10
+        await h.advance(engine, minutes=41)
+        assert states(engine) == {
+            "poll.2026-10-19.1": "succeeded",
+            "poll.2026-10-19.2": "skipped",
+            "poll.2026-10-19.3": "skipped",
+            "poll.2026-10-19.4": "running",
+        }
+        assert engine.book.get("poll.2026-10-19.2").reason == (
+            "overlap: poll.2026-10-19.1 is still running"
+        )
+
+
+async def test_overlap_queue_keeps_newest_waiting(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(overlap_config("queue")), durations={"poll": timedelta(minutes=25)})
+    async with h.engine() as engine:
+        await h.advance(engine, minutes=31)
+        assert states(engine) == {
+            "poll.2026-10-19.1": "running",
+            "poll.2026-10-19.2": "skipped",
+            "poll.2026-10-19.3": "queued",
+        }
+        assert engine.book.get("poll.2026-10-19.2").reason == (
+            "overlap: superseded by poll.2026-10-19.3"
+        )
+        await h.advance(engine, minutes=5)
+        assert states(engine)["poll.2026-10-19.3"] == "running"
+        assert h.launcher.started[1].at.strftime("%H:%M") == "00:35"
+
+
+async def test_overlap_allow(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(overlap_config("allow")), durations={"poll": timedelta(minutes=25)})
+    async with h.engine() as engine:
+        await h.advance(engine, minutes=31)
+        assert list(states(engine).values()) == ["running", "running", "running"]
+
+
+POOLS = """
+scheduler: {max_running: 3}
+pools: {warehouse: 1}
+jobs:
+  a: {schedule: "0 1 * * *", command: x, pool: warehouse, priority: 1}
+  b: {schedule: "0 1 * * *", command: x, pool: warehouse, priority: 5}
+  c: {schedule: "0 1 * * *", command: x, pool: warehouse}
+  d: {schedule: "0 1 * * *", command: x}
+  e: {schedule: "0 1 * * *", command: x}
+  f: {schedule: "0 1 * * *", command: x}
+"""
+
+
+def max_concurrent(engine: Engine, jobs: set[str]) -> int:
+    edges = []
+    for run in engine.book:
+        if run.job in jobs:
+            for attempt in run.attempts:
+                assert attempt.ended_at is not None
+                edges.append((attempt.started_at, 1))
+                edges.append((attempt.ended_at, -1))
+    peak = current = 0
+    for _, step in sorted(edges):  # an end at T sorts before a start at T
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+async def test_pool_and_global_cap(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(POOLS), durations={j: timedelta(minutes=10) for j in "abcdef"})
+    async with h.engine() as engine:
+        await h.advance(engine, minutes=61)
+        running = {r.job for r in engine.book.runs(state=RunState.RUNNING)}
+        assert len(running) == 3
+        assert len(running & {"a", "b", "c"}) == 1
+        assert "b" in running  # highest priority in the pool goes first
+        await h.advance(engine, hours=1)
+        assert set(states(engine).values()) == {"succeeded"}
+        assert max_concurrent(engine, {"a", "b", "c"}) == 1
+        assert max_concurrent(engine, set("abcdef")) == 3
+        order = [s.run_id.split(".")[0] for s in h.launcher.started if s.run_id[0] in "abc"]
+        assert order == ["b", "a", "c"]  # priority, then age

@@ -1,0 +1,125 @@
+"""Restarts: catch-up of missed firings by policy, adoption of attempts, apply_config."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import trio
+
+from pysched.engine import RunState
+from tests.engine.harness import Harness, config_from, states
+
+
+def hourly(policy: str, extra: str = "") -> str:
+    return f"""
+    scheduler: {{max_catch_up: 3}}
+    jobs:
+      tick:
+        schedule: "0 * * * *"
+        command: x
+        catch_up: {policy}
+        {extra}
+    """
+
+
+@pytest.mark.parametrize(
+    ("policy", "runs", "skipped"),
+    [
+        ("all", ["tick.2026-10-19.2", "tick.2026-10-19.3", "tick.2026-10-19.4"], 2),
+        ("latest", ["tick.2026-10-19.2"], 4),
+        ("none", [], 5),
+    ],
+)
+async def test_catch_up_policies(
+    policy: str, runs: list[str], skipped: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(config_from(hourly(policy)))
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=30)  # fires at 01:00
+    await h.clock.advance(timedelta(hours=5))  # down from 01:30 to 06:30: 02..06 missed
+    second = h.store.reopen()
+    async with h.engine(store=second) as engine:
+        caught = [r.run_id for r in engine.book if r.trigger.value == "catch_up"]
+        assert caught == runs
+        if policy == "latest":
+            assert engine.book.get("tick.2026-10-19.2").scheduled_for.strftime("%H") == "06"
+        skip_events = [e for e in engine.events.since(0) or [] if e.kind == "firing_skipped"]
+        assert len(skip_events) == skipped
+        await h.advance(engine, minutes=31)  # 07:00 fires as usual
+        assert engine.book.runs(job="tick")[-1].trigger.value == "schedule"
+
+    # the skips are in the journal with their reasons
+    records = [r for r in second.reopen().records() if r.type == "firing" and r.data["skipped"]]
+    assert len(records) == skipped
+    assert all(r.data["skipped"].startswith("catch-up") for r in records)
+
+
+async def test_running_attempt_adopted_after_restart(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(hourly("latest")), durations={"tick": timedelta(minutes=40)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=10)
+        assert states(engine) == {"tick.2026-10-19.1": "running"}
+    async with h.engine(store=h.store.reopen()) as engine:
+        run = engine.book.get("tick.2026-10-19.1")
+        assert run.state is RunState.RUNNING  # adopted: still running at 01:10
+        await h.advance(engine, minutes=31)
+        assert run.state is RunState.SUCCEEDED
+        assert run.attempts[0].ended_at is not None
+        assert run.attempts[0].ended_at.strftime("%H:%M") == "01:40"
+        assert len(h.launcher.started) == 1  # never started twice
+
+
+async def test_vanished_attempt_is_lost_and_retried(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(
+        config_from(hourly("latest", "retries: 1")), durations={"tick": timedelta(minutes=40)}
+    )
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=10)
+    h.launcher._processes.clear()  # the machine rebooted: no trace of the attempt
+    async with h.engine(store=h.store.reopen()) as engine:
+        run = engine.book.get("tick.2026-10-19.1")
+        assert run.attempts[0].outcome is not None
+        assert run.attempts[0].outcome.value == "lost"
+        assert run.state in (RunState.RETRYING, RunState.RUNNING)
+        await h.advance(engine, minutes=45)
+        assert run.state is RunState.SUCCEEDED
+        assert [a.number for a in run.attempts] == [1, 2]
+
+
+async def test_apply_config_adds_changes_and_removes_jobs(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first = config_from(
+        """
+        jobs:
+          keep: {schedule: "0 1 * * *", command: x}
+          gone: {schedule: "0 5 * * *", command: x}
+          move: {schedule: "0 6 * * *", command: x}
+        """
+    )
+    second = config_from(
+        """
+        jobs:
+          keep: {schedule: "0 1 * * *", command: x}
+          move: {schedule: "0 4 * * *", command: x}
+          new: {schedule: "0 3 * * *", command: y}
+        """
+    )
+    h = Harness(first)
+    async with h.engine() as engine:
+        await h.advance(engine, hours=2)
+        await engine.apply_config(second, by="ann")
+        await h.advance(engine, hours=8)
+        assert [r.run_id for r in engine.book] == [
+            "keep.2026-10-19.1",
+            "new.2026-10-19.1",
+            "move.2026-10-19.1",
+        ]
+        assert engine.book.get("move.2026-10-19.1").scheduled_for.strftime("%H") == "04"
+    versions = [r.data["sha256"] for r in h.store.reopen().records() if r.type == "config"]
+    assert versions == [first.sha256, second.sha256]
