@@ -1,7 +1,9 @@
 """Every ```python block in docs/ runs, so the docs' snippets cannot rot.
 
 Blocks of one page run in order in one namespace, in a temporary folder that holds a copy of
-``examples/`` (so a snippet may load ``examples/etl.yaml``).
+``examples/`` (so a snippet may load ``examples/etl.yaml``). A page whose blocks define an
+``async def main()`` has it run under trio with an autojump ``MockClock``, as pytest-trio's
+``autojump_clock`` fixture would (so ``FakeClock.advance`` works).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -30,3 +34,6 @@ def test_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for number, match in enumerate(BLOCK.finditer(page.read_text()), start=1):
         code = compile(match.group(1), f"{page.name}#snippet{number}", "exec")
         exec(code, namespace)
+    main = namespace.get("main")
+    if main is not None:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))  # type: ignore[arg-type]

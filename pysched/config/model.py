@@ -91,9 +91,9 @@ class Backoff:
         ``spread`` is a number in [-1, 1] (random in production, fixed in tests) scaled by
         ``jitter``; the result is never negative and never above ``max``.
         """
-        base = self.initial.total_seconds() * self.factor ** max(retry_number - 1, 0)
-        capped = min(base, self.max.total_seconds())
-        return timedelta(seconds=max(0.0, min(capped * (1 + self.jitter * spread), capped * 2)))
+        ceiling = self.max.total_seconds()
+        base = min(self.initial.total_seconds() * self.factor ** max(retry_number - 1, 0), ceiling)
+        return timedelta(seconds=max(0.0, min(base * (1 + self.jitter * spread), ceiling)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

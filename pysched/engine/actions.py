@@ -55,6 +55,7 @@ class Engine(EngineCore):
         def handler() -> Run:
             definition = self._job(job)
             day = run_date or self.run_date_for_today(definition)
+            self._within_history(day)
             run = self._create(
                 definition, day, scheduled_for=self.clock.now(), trigger=Trigger.MANUAL
             )
@@ -75,6 +76,7 @@ class Engine(EngineCore):
     async def release(self, run_id: str, *, by: str = "", why: str = "") -> Run:
         def handler() -> Run:
             run = self._run(run_id, "release", (RunState.HELD,))
+            self._still_configured(run, "release")
             self._release(run)
             self._record_action("release", run_id, by, why)
             return run
@@ -113,6 +115,7 @@ class Engine(EngineCore):
     async def rerun(self, run_id: str, *, by: str = "", why: str = "") -> Run:
         def handler() -> Run:
             run = self._run(run_id, "rerun", tuple(FINISHED))
+            self._still_configured(run, "rerun")
             self._touch(run)
             run.series_start = len(run.attempts)
             run.forced = False
@@ -128,6 +131,7 @@ class Engine(EngineCore):
             run = self.book.get(run_id)
             if run.state is RunState.RUNNING:
                 raise ActionError(f"cannot force {run_id}: it is running", state="running")
+            self._still_configured(run, "force")
             self._touch(run)
             if run.state.finished:
                 run.series_start = len(run.attempts)
@@ -169,6 +173,7 @@ class Engine(EngineCore):
                 "at": self.clock.now().isoformat(),
             }
             self._job_holds[job] = data
+            self._undo.append(lambda: self._job_holds.pop(job, None))
             self._records.append(_job_record(data))
             self._record_action("hold_job", job, by, why)
 
@@ -179,7 +184,8 @@ class Engine(EngineCore):
             self._job(job)
             if job not in self._job_holds:
                 raise ActionError(f"job {job!r} is not held", state="released")
-            del self._job_holds[job]
+            held = self._job_holds.pop(job)
+            self._undo.append(lambda: self._job_holds.__setitem__(job, held))
             data = {
                 "job": job,
                 "held": False,
@@ -210,6 +216,7 @@ class Engine(EngineCore):
                 raise ActionError(f"backfill ends ({end}) before it starts ({start})")
             if (end - start).days > _BACKFILL_LIMIT:
                 raise ActionError(f"backfill is limited to {_BACKFILL_LIMIT} days")
+            self._within_history(start)
             runs: list[Run] = []
             day = start
             while day <= end:
@@ -249,6 +256,24 @@ class Engine(EngineCore):
                 f"cannot {action} {run_id}: it is {run.state.value}", state=run.state.value
             )
         return run
+
+    def _still_configured(self, run: Run, action: str) -> None:
+        if run.job not in self.config.jobs:
+            raise ActionError(
+                f"cannot {action} {run.run_id}: job {run.job!r} is no longer in the config",
+                state=run.state.value,
+            )
+
+    def _within_history(self, day: date) -> None:
+        """Runs for dates past ``history_days`` may already be archived: making a new one
+        could reuse an archived run's id, so it is refused."""
+        days = self.config.scheduler.history_days
+        oldest = (self.clock.now() - timedelta(days=days)).date()
+        if day < oldest:
+            raise ActionError(
+                f"run date {day} is older than scheduler.history_days ({days} days): its runs "
+                "may be archived; raise history_days to work on it"
+            )
 
     def _release(self, run: Run) -> None:
         self._evaluate(run)  # re-judged from scratch, as if just created

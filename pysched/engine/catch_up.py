@@ -2,7 +2,7 @@
 
 Each job's last firing is journaled, so on open the engine knows exactly which firings fell in
 the gap. The job's ``catch_up`` policy decides which become runs: ``all`` (each, up to
-``scheduler.max_catch_up``), ``latest`` (only the newest; the default) or ``none``. Every
+``scheduler.max_catch_up``, the newest), ``latest`` (only the newest; the default) or ``none``. Every
 firing not made into a run is written down as skipped with its reason; past
 ``INDIVIDUAL_SKIPS`` per job the rest are written as one summary record, so a week-long outage
 of a one-minute job cannot flood the journal.
@@ -11,7 +11,8 @@ of a one-minute job cannot flood the journal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from itertools import islice
 
 from pysched.config.model import CatchUp, Job
 from pysched.timing.schedule import Firing
@@ -29,49 +30,57 @@ class Missed:
     skipped: tuple[tuple[Firing, str], ...]
     """Firings written down one by one, with the reason."""
     summary: tuple[int, datetime, datetime, str] | None = None
-    """(count, first, last, reason) of further skipped firings, written as one record."""
-    last: datetime | None = None
-    """The newest firing looked at: becomes the job's last firing."""
+    """(count, first, last, reasons) of further skipped firings, written as one record."""
 
 
 def missed_firings(job: Job, last: datetime, now: datetime, max_catch_up: int) -> Missed:
     """Decide what happens to the firings of ``job`` in (``last``, ``now``]."""
     assert job.schedule is not None
-    open_firings: list[Firing] = []
-    skipped: list[tuple[Firing, str]] = []
-    newest: datetime | None = None
-    for count, firing in enumerate(job.schedule.iter_firings(last, until=now, include_closed=True)):
-        if count >= SCAN_LIMIT:
-            break
-        newest = firing.at
-        if firing.closed is not None:
-            skipped.append((firing, firing.closed))
-        else:
-            open_firings.append(firing)
+    scanned = list(
+        islice(job.schedule.iter_firings(last, until=now, include_closed=True), SCAN_LIMIT)
+    )
+    unexamined: tuple[int, datetime, datetime, str] | None = None
+    if len(scanned) == SCAN_LIMIT:
+        # an outage long enough to pass the bound: look at the last two days in full, and
+        # write down that the firings in between were not examined one by one
+        resume = max(scanned[-1].at, now - timedelta(days=2))
+        unexamined = (
+            0,
+            scanned[-1].at,
+            resume,
+            f"catch-up: more than {SCAN_LIMIT:,} missed firings; those between were "
+            "not examined one by one",
+        )
+        scanned += list(job.schedule.iter_firings(resume, until=now, include_closed=True))
+    open_firings = [f for f in scanned if f.closed is None]
+    skipped = [(f, f.closed) for f in scanned if f.closed is not None]
     policy = job.catch_up
-    if policy is CatchUp.ALL:
-        runs = open_firings[:max_catch_up]
-        extra = [
-            (f, f"catch-up: more than max_catch_up={max_catch_up} missed firings")
-            for f in open_firings[max_catch_up:]
-        ]
-    elif policy is CatchUp.LATEST and open_firings:
-        runs = open_firings[-1:]
-        latest = open_firings[-1].at.isoformat()
-        extra = [
-            (f, f"catch-up latest: superseded by the missed firing at {latest}")
-            for f in open_firings[:-1]
-        ]
-    else:
-        runs = []
-        extra = [(f, "catch-up none: missed while the scheduler was down") for f in open_firings]
-    if policy is not CatchUp.ALL and max_catch_up == 0:
-        extra = [(f, "catch-up: max_catch_up is 0") for f in runs] + extra
-        runs = []
-    all_skipped = sorted(skipped + extra, key=lambda item: item[0].at.timestamp())
-    summary = None
-    if len(all_skipped) > INDIVIDUAL_SKIPS:
-        rest = all_skipped[INDIVIDUAL_SKIPS:]
-        all_skipped = all_skipped[:INDIVIDUAL_SKIPS]
-        summary = (len(rest), rest[0][0].at, rest[-1][0].at, rest[0][1])
-    return Missed(runs=tuple(runs), skipped=tuple(all_skipped), summary=summary, last=newest)
+    keep = max_catch_up if policy is CatchUp.ALL else min(1, max_catch_up)
+    runs: list[Firing] = []
+    extra: list[tuple[Firing, str]] = []
+    if policy is CatchUp.NONE or keep == 0:
+        why = (
+            "catch-up none: missed while the scheduler was down"
+            if policy is CatchUp.NONE
+            else "catch-up: scheduler.max_catch_up is 0"
+        )
+        extra = [(f, why) for f in open_firings]
+    elif open_firings:
+        # the newest firings are the ones worth running
+        runs = open_firings[-keep:]
+        older = open_firings[: len(open_firings) - len(runs)]
+        if policy is CatchUp.ALL:
+            why = f"catch-up all: more than max_catch_up={max_catch_up} missed firings"
+        else:
+            why = f"catch-up latest: superseded by the missed firing at {runs[-1].at.isoformat()}"
+        extra = [(f, why) for f in older]
+    every = sorted([*skipped, *extra], key=lambda item: item[0].at.timestamp())
+    summary = unexamined
+    if len(every) > INDIVIDUAL_SKIPS:
+        rest = every[INDIVIDUAL_SKIPS:]
+        every = every[:INDIVIDUAL_SKIPS]
+        reasons = sorted({reason for _, reason in rest})
+        if unexamined is not None:
+            reasons.append(unexamined[3])
+        summary = (len(rest), rest[0][0].at, rest[-1][0].at, "; ".join(reasons))
+    return Missed(runs=tuple(runs), skipped=tuple(every), summary=summary)

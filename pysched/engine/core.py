@@ -12,8 +12,8 @@ goes back to its committed copy, ``engine.error`` is set, ``wait_failed()`` retu
 more is created or started. The next engine over the same journal carries on from what was
 truly written.
 
-Tasks: the loop, the firing task, one watcher per attempt (attempts nursery) and one timer per
-retrying run (timers nursery), all in the nursery of ``open_engine``. Leaving ``open_engine``
+Tasks: the loop, the firing task, one watcher per attempt and one timer per retrying run, all
+in the engine's one nursery inside ``open_engine``. Leaving ``open_engine``
 cancels them: attempts are no longer watched but keep running under their minders.
 """
 
@@ -70,7 +70,7 @@ class _Watch:
 
     __slots__ = ("handle", "job", "kill_reason", "number", "pool")
 
-    def __init__(self, job: Job, number: int, pool: str | None) -> None:
+    def __init__(self, job: Job | None, number: int, pool: str | None) -> None:
         self.job = job
         self.number = number
         self.pool = pool
@@ -114,11 +114,16 @@ class EngineCore:
         self._heap_version: dict[str, int] = {}
         self._sleep_scope: trio.CancelScope | None = None
         self._last_firing: dict[str, datetime] = {}
+        self._disabled: set[str] = set()
         self._configs: dict[str, Mapping[str, Any]] = {}
         self._job_holds: dict[str, Mapping[str, Any]] = {}
         self._actions: dict[str, Mapping[str, Any]] = {}
         self._watching: dict[tuple[str, date], set[str]] = {}
         self._watches: dict[str, _Watch] = {}
+        self._retrying: dict[str, str] = {}
+        """Runs waiting out a retry backoff, by run id -> job (they count for overlap)."""
+        self._undo: list[Callable[[], object]] = []
+        """How to put back this pass's changes to state other than runs, if the commit fails."""
         self._dependency_only: dict[str, list[str]] = {}
         # per loop pass: runs changed (with their committed copy), records, effects
         self._dirty: dict[str, dict[str, Any] | None] = {}
@@ -157,6 +162,7 @@ class EngineCore:
         """Take over the state a journal replay produced (before the loop starts)."""
         self.book = state.book
         self._last_firing = dict(state.last_firing)
+        self._disabled = set(state.disabled)
         self._configs = dict(state.configs)
         self._job_holds = dict(state.job_holds)
         self._actions = dict(state.actions)
@@ -177,30 +183,55 @@ class EngineCore:
         self._record_config_version(by="startup")
         for run in self.book:
             state = run.state
-            if state in (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED):
+            if state is RunState.RUNNING:
+                self._recover_attempt(run)  # even for a job no longer in the config
+            elif state.finished:
+                continue
+            elif run.job not in self.config.jobs:
+                self._post(Call(handler=lambda run=run: self._cancel_removed(run)))
+            elif state in _EVALUABLE:
                 self._post(Call(handler=lambda run=run: self._evaluate(run)))
             elif state is RunState.QUEUED:
                 self._enqueue(run)
             elif state is RunState.RETRYING:
+                self._retrying[run.run_id] = run.job
                 self._arm_retry(run)
-            elif state is RunState.RUNNING:
-                self._recover_attempt(run)
         for name, job in self.config.jobs.items():
-            if job.enabled and job.schedule is not None:
-                last = self._last_firing.get(name)
-                if last is None:
-                    self._watermark(name, now)
-                elif last < now:
-                    self._post(Call(handler=lambda job=job, last=last: self._catch_up(job, last)))
-                self._plan(name, now)
+            if job.schedule is None:
+                continue
+            last = self._last_firing.get(name)
+            if last is None or not job.enabled or name in self._disabled:
+                # first seen, disabled, or disabled when the scheduler last ran: firings up to
+                # now are accounted for (a disabled job's firings are not "missed" when it is
+                # enabled again)
+                self._watermark(name, now, disabled=not job.enabled)
+            elif last < now:
+                self._post(Call(handler=lambda job=job, last=last: self._catch_up(job, last, now)))
+            self._plan(name, now)
         self._post(Dispatch())
 
-    def _watermark(self, name: str, now: datetime) -> None:
+    def _cancel_removed(self, run: Run) -> None:
+        self._move(run, RunState.CANCELLED, "job removed from the config")
+
+    def _watermark(self, name: str, now: datetime, *, disabled: bool = False) -> None:
         """Journal that ``name``'s firings are accounted for up to ``now`` (a job seen for the
-        first time), so firings missed after this, even before its first firing, are caught
-        up rather than silently lost."""
-        self._last_firing[name] = now
-        self._records.append(firing_record(name, now, now.date(), run_id=None))
+        first time, or disabled), so firings missed after this, even before its first firing,
+        are caught up rather than silently lost."""
+        self._set_last_firing(name, now)
+        was_disabled = name in self._disabled
+        if disabled:
+            self._disabled.add(name)
+        else:
+            self._disabled.discard(name)
+        self._undo.append(
+            lambda: (self._disabled.add if was_disabled else self._disabled.discard)(name)
+        )
+        self._records.append(firing_record(name, now, now.date(), run_id=None, disabled=disabled))
+
+    def _set_last_firing(self, name: str, at: datetime) -> None:
+        previous = self._last_firing.get(name)
+        self._last_firing[name] = at
+        self._undo.append(lambda: _restore(self._last_firing, name, previous))
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -288,6 +319,7 @@ class EngineCore:
             return False
         self._dirty.clear()
         self._records = []
+        self._undo = []
         return True
 
     def _fail_stop(self, error: StoreError) -> None:
@@ -301,6 +333,9 @@ class EngineCore:
                 self.book.remove(run)
             else:
                 self.book.replace(Run.from_data(committed))
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
         self._dirty.clear()
         self._records = []
         self._effects = []
@@ -339,6 +374,10 @@ class EngineCore:
         self._touch(run)
         before = run.state
         run.move(to, reason)
+        if to is RunState.RETRYING:
+            self._retrying[run.run_id] = run.job
+        elif before is RunState.RETRYING:
+            self._retrying.pop(run.run_id, None)
         if before is not to:
             if before.finished or to.finished:
                 self._notify.add((run.job, run.run_date))
@@ -382,7 +421,7 @@ class EngineCore:
         self._effect_publish("run_created", run, trigger=trigger.value, upstream=upstream)
         hold = self._job_holds.get(job.name)
         if hold is not None:
-            run.move(RunState.HELD, f"job held by {hold.get('by') or 'an operator'}")
+            self._move(run, RunState.HELD, f"job held by {hold.get('by') or 'an operator'}")
         else:
             self._evaluate(run)
         for downstream in self._dependency_only.get(job.name, ()):
@@ -426,8 +465,12 @@ class EngineCore:
                     del self._watching[key]
 
     def _active_run(self, job: str, other_than: str) -> Run | None:
+        """A run of ``job`` that is running or waiting out a retry backoff (for overlap)."""
         for run_id, watch in self._watches.items():
-            if watch.job.name == job and run_id != other_than:
+            if watch.job is not None and watch.job.name == job and run_id != other_than:
+                return self.book.find(run_id)
+        for run_id, name in self._retrying.items():
+            if name == job and run_id != other_than:
                 return self.book.find(run_id)
         return None
 
@@ -438,12 +481,21 @@ class EngineCore:
         if active is not None and job.overlap is Overlap.SKIP and not run.forced:
             self._move(run, RunState.SKIPPED, f"overlap: {active.run_id} is still running")
             return
+        reason = ""
         if job.overlap is Overlap.QUEUE and not run.forced:
-            # keep only the newest waiting run of each run date
+            # keep only the newest waiting run of each run date (never one that has started a
+            # series of attempts, nor a forced one)
             for other in self.book.runs_for(job.name, run.run_date):
-                if other is not run and other.state is RunState.QUEUED and other.n < run.n:
+                if (
+                    other is not run
+                    and other.state is RunState.QUEUED
+                    and other.n < run.n
+                    and other.attempts_in_series == 0
+                    and not other.forced
+                ):
                     self._move(other, RunState.SKIPPED, f"overlap: superseded by {run.run_id}")
-        reason = f"waiting for {active.run_id} to finish" if active is not None else ""
+            if active is not None:
+                reason = f"waiting for {active.run_id} to finish"
         self._move(run, RunState.QUEUED, reason)
         self._enqueue(run)
 
@@ -547,7 +599,7 @@ class EngineCore:
         self, run_id: str, handle: AttemptHandle, watch: _Watch, *, started_at: datetime
     ) -> None:
         async with trio.open_nursery() as nursery:
-            if watch.job.timeout is not None:
+            if watch.job is not None and watch.job.timeout is not None:
                 deadline = started_at + watch.job.timeout
                 nursery.start_soon(self._time_out, handle, watch, deadline)
             if watch.kill_reason is not None:  # killed before the launcher gave us a handle
@@ -563,21 +615,39 @@ class EngineCore:
         await handle.kill(self.kill_grace)
 
     def _recover_attempt(self, run: Run) -> None:
-        """After a restart: adopt a still-running attempt, record one that ended, or lose it."""
+        """After a restart: adopt a still-running attempt, record one that ended, or lose it.
+
+        A job removed from the config while its attempt ran is still asked after: its attempt
+        is watched to its end (and not retried), never silently forgotten.
+        """
         job = self.config.jobs.get(run.job)
         attempt = run.current_attempt
-        if job is None or attempt is None:
-            self._post(
-                AttemptEnded(
-                    run_id=run.run_id, number=attempt.number if attempt else 0, status=None
-                )
-            )
+        if attempt is None:
+            self._post(AttemptEnded(run_id=run.run_id, number=0, status=None))
             return
-        watch = _Watch(job, attempt.number, job.pool)
+        pool = job.pool if job is not None else None
+        watch = _Watch(job, attempt.number, pool)
         self._watches[run.run_id] = watch
-        self._slots.acquire(job.pool)
-        spec = self._spec(run, job, attempt.number)
-        self._effects.append(lambda: self._spawn(self._adopt, run.run_id, spec, attempt, watch))
+        self._slots.acquire(pool)
+        spec: AttemptSpec | None = None
+        if job is not None:
+            try:
+                spec = self._spec(run, job, attempt.number)
+            except TemplateError:
+                spec = None  # a secret went missing: the launcher finds attempts by id anyway
+        if spec is None:
+            spec = AttemptSpec(
+                run_id=run.run_id,
+                job=run.job,
+                run_date=run.run_date,
+                attempt=attempt.number,
+                argv=(),
+                scheduled_for=run.scheduled_for,
+            )
+        found_spec = spec
+        self._effects.append(
+            lambda: self._spawn(self._adopt, run.run_id, found_spec, attempt, watch)
+        )
 
     async def _adopt(self, run_id: str, spec: AttemptSpec, attempt: Attempt, watch: _Watch) -> None:
         found = await self.launcher.recover(spec, attempt.info)
@@ -594,13 +664,9 @@ class EngineCore:
         firing = work.firing
         if job is None or not job.enabled:
             return
-        self._last_firing[job.name] = firing.at
+        self._set_last_firing(job.name, firing.at)
         if firing.closed is not None:
-            self._records.append(
-                firing_record(
-                    job.name, firing.at, firing.run_date, run_id=None, skipped=firing.closed
-                )
-            )
+            self._skip_firing(job.name, firing, firing.closed)
             return
         run = self._create(job, firing.run_date, scheduled_for=firing.at, trigger=Trigger.SCHEDULE)
         self._records.append(firing_record(job.name, firing.at, firing.run_date, run_id=run.run_id))
@@ -734,33 +800,23 @@ class EngineCore:
                     await trio.sleep_forever()
             self._sleep_scope = None
 
-    def _catch_up(self, job: Job, last: datetime) -> None:
-        missed = missed_firings(job, last, self.clock.now(), self.config.scheduler.max_catch_up)
+    def _catch_up(self, job: Job, last: datetime, now: datetime) -> None:
+        """Decide the firings of ``job`` missed in (``last``, ``now``] by its policy; ``now``
+        is the instant the firing heap was planned from, so no firing is made twice."""
+        missed = missed_firings(job, last, now, self.config.scheduler.max_catch_up)
         for firing, reason in missed.skipped:
-            self._records.append(
-                firing_record(job.name, firing.at, firing.run_date, run_id=None, skipped=reason)
-            )
-            self._effects.append(
-                lambda f=firing, r=reason: self.events.publish(
-                    self.clock.now(),
-                    "firing_skipped",
-                    {"job": job.name, "at": f.at.isoformat(), "reason": r},
-                )
-            )
+            self._skip_firing(job.name, firing, reason)
         if missed.summary is not None:
             count, first, last_at, reason = missed.summary
-            self._records.append(
-                Record(
-                    type="skips",
-                    data={
-                        "job": job.name,
-                        "count": count,
-                        "first": first.isoformat(),
-                        "last": last_at.isoformat(),
-                        "reason": reason,
-                    },
-                )
-            )
+            data = {
+                "job": job.name,
+                "count": count,
+                "first": first.isoformat(),
+                "last": last_at.isoformat(),
+                "reason": reason,
+            }
+            self._records.append(Record(type="skips", data=data))
+            self._effects.append(lambda: self.events.publish(now, "firings_skipped", data))
         for firing in missed.runs:
             run = self._create(
                 job, firing.run_date, scheduled_for=firing.at, trigger=Trigger.CATCH_UP
@@ -768,8 +824,17 @@ class EngineCore:
             self._records.append(
                 firing_record(job.name, firing.at, firing.run_date, run_id=run.run_id)
             )
-        if missed.last is not None:
-            self._last_firing[job.name] = missed.last
+        self._watermark(job.name, now)
+
+    def _skip_firing(self, job: str, firing: Firing, reason: str) -> None:
+        """Write down a firing that makes no run (calendar, catch-up): nothing is dropped
+        silently."""
+        self._records.append(
+            firing_record(job, firing.at, firing.run_date, run_id=None, skipped=reason)
+        )
+        data = {"job": job, "at": firing.at.isoformat(), "reason": reason}
+        at = self.clock.now()
+        self._effects.append(lambda: self.events.publish(at, "firing_skipped", data))
 
     # -- config --------------------------------------------------------------------------
 
@@ -820,8 +885,12 @@ class EngineCore:
                 or before.schedule != after.schedule
                 or (before.enabled != after.enabled)
             ):
-                if after.schedule is not None and name not in self._last_firing:
-                    self._watermark(name, now)
+                if after.schedule is not None and (
+                    name not in self._last_firing
+                    or (before is not None and before.enabled != after.enabled)
+                ):
+                    # new, disabled or enabled again: nothing before now to catch up
+                    self._watermark(name, now, disabled=not after.enabled)
                 self._plan(name, now)
         self._record_config_version(by=by)
         self._effects.append(
@@ -835,6 +904,7 @@ class EngineCore:
         return Replayed(
             book=self.book,
             last_firing=self._last_firing,
+            disabled=self._disabled,
             configs=self._configs,
             job_holds=self._job_holds,
             actions=self._actions,
@@ -880,6 +950,7 @@ class EngineCore:
             "target": target,
         }
         self._actions[data["id"]] = data
+        self._undo.append(lambda: self._actions.pop(data["id"], None))
         self._records.append(Record(type="action", data=data))
         self._effects.append(lambda: self.events.publish(now, "action", data))
 
@@ -922,3 +993,10 @@ def _said(outcome: AttemptOutcome, status: ExitStatus | None) -> str:
     if status is not None and status.exit_code is not None:
         return f"exited {status.exit_code}"
     return "failed"
+
+
+def _restore(mapping: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = value

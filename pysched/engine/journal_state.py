@@ -10,6 +10,8 @@ type      data
 run       the whole run (``Run.to_data``): state, reason, attempts, ...
 firing    ``job``, ``at``, ``run_date``, and ``run_id`` or ``skipped`` (the reason);
           with neither, a watermark: firings up to ``at`` are accounted for
+          (``disabled: true`` when written for a disabled job: the time after it
+          is not caught up either)
 skips     a summary of many skipped firings: ``job``, ``count``, ``first``, ``last``,
           ``reason``
 config    an applied config version: ``sha256``, ``text``, ``at``, ``by``
@@ -32,13 +34,21 @@ from pysched.store import Record
 
 @dataclass(slots=True)
 class Replayed:
-    """The state a journal describes, folded record by record."""
+    """The state a journal describes, folded record by record.
+
+    Runs are kept as their newest raw record while folding (a run has several records, one per
+    change) and built once by ``build_book``: replay cost is then one parse per record and one
+    ``Run`` per run.
+    """
 
     book: Book = field(default_factory=Book)
+    run_data: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
     last_firing: dict[str, datetime] = field(default_factory=dict[str, datetime])
     configs: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
     job_holds: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
     actions: dict[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    disabled: set[str] = field(default_factory=set[str])
+    """Jobs whose newest firing record is a watermark written while they were disabled."""
     records: int = 0
 
     def fold(self, record: Record) -> None:
@@ -46,12 +56,16 @@ class Replayed:
         self.records += 1
         kind = record.type
         if kind == "run":
-            self.book.replace(Run.from_data(data))
+            self.run_data[data["id"]] = data
         elif kind == "firing":
             at = datetime.fromisoformat(data["at"])
             previous = self.last_firing.get(data["job"])
-            if previous is None or at > previous:
+            if previous is None or at >= previous:
                 self.last_firing[data["job"]] = at
+                if data.get("disabled"):
+                    self.disabled.add(data["job"])
+                else:
+                    self.disabled.discard(data["job"])
         elif kind == "skips":
             last = datetime.fromisoformat(data["last"])
             previous = self.last_firing.get(data["job"])
@@ -69,27 +83,41 @@ class Replayed:
         # unknown types are refused by the store's version check; newer record kinds that an
         # older engine does not know would be ignored here rather than crash a restart
 
+    def build_book(self) -> Book:
+        """Turn the folded run records into ``book`` (runs first seen first)."""
+        for data in self.run_data.values():
+            self.book.replace(Run.from_data(data))
+        self.run_data.clear()
+        return self.book
+
 
 def replay(records: Iterable[Record]) -> Replayed:
     state = Replayed()
     for record in records:
         state.fold(record)
+    state.build_book()
     return state
 
 
 def firing_record(
-    job: str, at: datetime, run_date: date, *, run_id: str | None, skipped: str | None = None
+    job: str,
+    at: datetime,
+    run_date: date,
+    *,
+    run_id: str | None,
+    skipped: str | None = None,
+    disabled: bool = False,
 ) -> Record:
-    return Record(
-        type="firing",
-        data={
-            "job": job,
-            "at": at.isoformat(),
-            "run_date": run_date.isoformat(),
-            "run_id": run_id,
-            "skipped": skipped,
-        },
-    )
+    data: dict[str, Any] = {
+        "job": job,
+        "at": at.isoformat(),
+        "run_date": run_date.isoformat(),
+        "run_id": run_id,
+        "skipped": skipped,
+    }
+    if disabled:
+        data["disabled"] = True
+    return Record(type="firing", data=data)
 
 
 def snapshot_records(

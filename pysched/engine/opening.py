@@ -13,6 +13,7 @@ from pysched.config.model import Config
 from pysched.engine.actions import Engine
 from pysched.engine.journal_state import replay
 from pysched.launch.base import Launcher
+from pysched.store import Store
 from pysched.timing.clock import Clock
 
 
@@ -37,8 +38,13 @@ async def open_engine(
     """
     engine = Engine(config, store, clock=clock, launcher=launcher, kill_grace=kill_grace, seed=seed)
     try:
-        # reading the journal is disk work: it goes to a worker thread (the loop never waits)
-        state = await trio.to_thread.run_sync(lambda: replay(store.records()))
+        if isinstance(store, Store):
+            # reading the journal is disk work: it goes to a worker thread
+            state = await trio.to_thread.run_sync(lambda: replay(store.records()))
+        else:
+            # in memory there is no disk to wait for, and no thread to let a test's
+            # autojump clock run ahead while it works
+            state = replay(store.records())
         engine.restore(state)
         async with trio.open_nursery() as nursery:
             await nursery.start(engine.run)

@@ -6,7 +6,8 @@ diagram, in words:
 
 ``scheduled`` → ``waiting`` (a dependency not met yet) | ``blocked`` (a dependency can no
 longer be met as things stand) | ``skipped`` → ``queued`` (ready, waiting for a slot) →
-``running`` → ``retrying`` (waiting out a backoff) → ``running`` → ``succeeded`` | ``failed``;
+``running`` → ``retrying`` (waiting out a backoff) → ``queued`` → ``running`` → ``succeeded``
+| ``failed``;
 ``held`` and ``cancelled`` come from operators, ``lost`` from an attempt that vanished.
 
 ``TRANSITIONS`` is the whole truth; ``Run.move`` refuses anything else with a
@@ -59,7 +60,7 @@ TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     _S.BLOCKED: frozenset({_S.WAITING, _S.QUEUED, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.WAITING, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.LOST, _S.CANCELLED}),
-    _S.RETRYING: frozenset({_S.RUNNING, _S.QUEUED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.RETRYING: frozenset({_S.QUEUED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
     _S.HELD: frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SKIPPED, _S.CANCELLED, _S.SUCCEEDED}),
     # finished runs move again only by operators: rerun / force (re-evaluated from scratch),
     # mark_success

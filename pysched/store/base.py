@@ -77,10 +77,10 @@ class BaseStore(abc.ABC):
         lowercase letters and underscores or its data is not JSON-able; ``StoreError`` if the
         store has failed or is closed, or if this commit's write fails.
 
-        **Cancellation:** a commit cancelled before it queued (at its start) has written
-        nothing. Once queued, a cancelled commit's records may or may not become durable: they
-        ride with the next write, which nobody waits for. Whoever leads a write finishes it
-        even if cancelled (it is shielded), so cancelling one committer never strands another.
+        **Cancellation:** a commit cancelled at its start (already cancelled when called) has
+        written nothing. Once its records are queued, a cancelled commit's records may or may
+        not become durable: the write that carries them belongs to no task and goes on, with the
+        records of every other commit in its batch, whose committers it never delays.
         """
 
     @abc.abstractmethod
@@ -96,16 +96,21 @@ class BaseStore(abc.ABC):
         in full at the call, before anything else can run, so a generator over the engine's
         state is fine; the records' data must not change afterwards.
 
+        The state in ``live`` and the call must belong to the same instant: build ``live`` and
+        call ``write_snapshot`` with no checkpoint in between (not in one task and then hand it
+        to another to call later). A change committed in between would land in a segment the
+        snapshot deletes, yet not be in the snapshot: it would be lost.
+
         Later commits go to a new segment at once. The archive is appended (and synced), the
         snapshot written to a temporary file, synced and renamed over the old one; only then are
         the segments it covers deleted. The snapshot is not installed before every commit
         queued at the call is durable; if one fails, the snapshot is abandoned. A crash at any
         step leaves files that replay correctly (an archived record may then be archived twice).
 
-        Raises ``ValueError`` for a bad month or record (the snapshot is then not installed),
-        ``RuntimeError`` if
-        another snapshot is still being written, ``StoreError`` if the store has failed or the
-        snapshot cannot be written (the store then fails: fail-stop).
+        Raises ``ValueError`` for a bad month or record (the snapshot is then not installed,
+        the store goes on), ``RuntimeError`` if another snapshot is still being written,
+        ``StoreError`` if the store has failed or the snapshot cannot be written (the store
+        then fails: fail-stop).
 
         **Cancellation:** the snapshot may or may not be installed; either way replay is right.
         """
@@ -182,7 +187,8 @@ class BaseStore(abc.ABC):
             self._failed = error
         return self._failed
 
-    def _count_batch(self, *, records: int, size: int, fsyncs: int) -> None:
+    def _count_batch(self, *, records: int, size: int, fsyncs: int, current: bool = True) -> None:
+        """Count a batch written; ``current``: to the current segment (not one rotated away)."""
         c = self._counts
         c.records += records
         c.batches += 1
@@ -190,7 +196,8 @@ class BaseStore(abc.ABC):
         c.bytes += size
         c.last_batch = records
         c.max_batch = max(c.max_batch, records)
-        self._segment_bytes += size
+        if current:
+            self._segment_bytes += size
 
     def _count_commit(self, seconds: float) -> None:
         c = self._counts

@@ -133,7 +133,7 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
                     "records are missing"
                 )
         if scan.torn is not None:
-            warnings.append(f"{scan.torn}; the next open cuts it (a crash interrupted that write)")
+            warnings.append(f"{scan.torn}: a crash interrupted its write; the next open cuts it")
         if scan.last_seq is not None:
             previous = scan.last_seq
 
@@ -148,7 +148,7 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         problems += scan.problems
         archive_records += scan.records
         if scan.torn is not None:
-            warnings.append(f"{scan.torn}; cut before the next append")
+            warnings.append(f"{scan.torn}: cut before the next append to it")
 
     known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR} | {p.name for p in segments.values()}
     for path in sorted(root.iterdir()):

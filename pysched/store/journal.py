@@ -2,17 +2,21 @@
 
 The contract is on ``BaseStore``; the files are described in ``layout`` and docs/journal.md.
 
-Group commit works without a background task (so the store needs no nursery): a committer that
-finds no write in progress *leads* one, carrying every record queued so far; committers that
-arrive while it is on its way queue behind it in the next batch and wait. When a write ends its
-leader wakes the next batch, one of whose committers leads it. Seq numbers are handed out in
-queue order and batches are written in that order, so the journal never has a gap.
+Group commit needs no background task (so the store needs no nursery). A commit that finds no
+write on its way starts one in a worker thread, carrying every record queued so far; commits
+that arrive meanwhile queue in the next batch. When a write ends, its completion (run in the
+loop) starts the next batch's write *at once*, before it wakes anyone, so the disk never waits
+for a task to be scheduled; then it wakes the committers of the batch just written. Seq numbers
+are handed out in queue order and batches are written in that order: the journal has no gaps.
+Since the write is nobody's task, a cancelled committer strands nobody.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,17 +52,17 @@ _CHUNK = 1 << 20  # snapshot bytes gathered before each write
 
 
 class _Batch:
-    """The records of the commits that will share one write (and one fsync)."""
+    """The records of the commits that share one write (and one fsync)."""
 
-    __slots__ = ("chunks", "count", "done", "error", "taken", "turn", "waiters")
+    __slots__ = ("chunks", "count", "done", "error", "failure", "segment", "size")
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.count = 0
-        self.waiters = 0  # committers (or a snapshot) waiting; 0 once all were cancelled
-        self.taken = False  # a leader is writing it
-        self.turn = trio.Event()  # the write before it has ended: one waiter may lead it
-        self.done = trio.Event()  # written, or failed (``error``)
+        self.segment = 0
+        self.size = 0
+        self.failure: BaseException | None = None  # what the write raised, in the thread
+        self.done = trio.Event()  # written, or failed (then ``error`` is set)
         self.error: StoreError | None = None
 
 
@@ -88,10 +92,12 @@ class Store(BaseStore):
         self._segment_bytes = opened.segment_bytes
         self._fd: int | None = None
         self._fd_segment = 0
-        self._pending: _Batch | None = None  # filling; written by the next leader
+        self._pending: _Batch | None = None  # filling while another is written
+        self._writing: _Batch | None = None  # its write is on its way in a worker thread
+        self._writing_run: trio.lowlevel.TrioToken | None = None  # the run told when it ends
         self._latest: _Batch | None = None  # the last batch made (pending or being written)
-        self._writing = False
-        self._busy = 0  # worker threads using the files; the last one out honours close()
+        self._threads = 0  # worker threads using the files: close() waits for them
+        self._quiet = threading.Condition()
         self._snapshotting = False
 
     @classmethod
@@ -169,7 +175,13 @@ class Store(BaseStore):
                 batch = self._pending = self._latest = _Batch()
             batch.chunks.append(data)
             batch.count += len(numbered)
-            await self._wait_for(batch)
+            if self._writing is None:
+                self._start_write()
+            elif self._writing_run is not trio.lowlevel.current_trio_token():
+                await self._adopt_write()
+            await batch.done.wait()
+            if batch.error is not None:
+                raise batch.error
         else:
             # No fsync: a write to the page cache is a memory copy, done here without a
             # thread hop (which would also let an autojump clock run ahead in tests).
@@ -178,68 +190,79 @@ class Store(BaseStore):
                 self._write(segment, data)
             except Exception as exc:
                 raise self._fail(f"cannot write {segment_name(segment)}", exc) from exc
-            self._count_batch(records=len(numbered), size=len(data), fsyncs=0)
+            self._count_batch(records=len(numbered), size=len(data), fsyncs=0, current=True)
             await trio.lowlevel.cancel_shielded_checkpoint()
         self._count_commit(time.perf_counter() - started)
         return numbered
 
-    async def _wait_for(self, batch: _Batch) -> None:
-        """Wait until ``batch`` is written, leading its write when it is its turn."""
-        batch.waiters += 1
-        try:
-            while not batch.done.is_set():
-                if batch.taken:
-                    await batch.done.wait()
-                elif self._writing:
-                    await batch.turn.wait()
-                else:
-                    await self._lead(batch)
-        finally:
-            batch.waiters -= 1
-        if batch.error is not None:
-            raise batch.error
+    def _start_write(self) -> None:
+        """Send the pending batch to a worker thread; its completion comes back to the loop."""
+        batch = self._pending
+        assert batch is not None and self._writing is None
+        self._pending = None
+        self._writing = batch
+        batch.segment = self._take_segment()
+        data = b"".join(batch.chunks)
+        batch.size = len(data)
+        token = self._writing_run = trio.lowlevel.current_trio_token()
 
-    async def _lead(self, batch: _Batch) -> None:
-        """Write ``batch`` (and any batch behind it that nobody waits for any more), then hand
-        the next batch to its waiters. Shielded: followers depend on this write finishing."""
-        following: _Batch | None = None
-        with trio.CancelScope(shield=True):
-            if self._closed:
-                self._abandon(batch, StoreError("the store is closed"))
-                return
-            self._writing = True
-            self._busy += 1
+        def write() -> None:
             try:
-                while True:
-                    self._pending = None
-                    batch.taken = True
-                    segment = self._take_segment()
-                    data = b"".join(batch.chunks)
-                    try:
-                        await trio.to_thread.run_sync(self._write, segment, data)
-                    except Exception as exc:
-                        error = self._fail(f"cannot write {segment_name(segment)}", exc)
-                        self._abandon(batch, error)
-                        return
-                    self._count_batch(records=batch.count, size=len(data), fsyncs=1)
-                    batch.done.set()
-                    following = self._pending
-                    if following is None or following.waiters:
-                        break
-                    batch = following  # its committers were all cancelled: write it in order
+                self._write(batch.segment, data)
+            except BaseException as exc:  # the loop fails the store with it
+                batch.failure = exc
             finally:
-                self._writing = False
                 self._leave_thread()
-        if following is not None:
-            following.turn.set()
 
-    def _abandon(self, batch: _Batch, error: StoreError) -> None:
-        """Fail ``batch`` and the one queued behind it: their committers raise ``error``."""
+        def deliver(_: object) -> None:
+            # If the run has ended, its committers went with it; the next run adopts the write.
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self._written, batch)
+
+        self._enter_thread()
+        try:
+            trio.lowlevel.start_thread_soon(write, deliver, name="pysched journal write")
+        except Exception as exc:  # no thread could be started: fail, never strand anyone
+            self._leave_thread()
+            self._writing = None
+            self._abandon(batch, self._fail("cannot start a journal write", exc))
+
+    async def _adopt_write(self) -> None:
+        """Finish the books of a write started by a Trio run that has ended since."""
+        stale = self._writing
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self._wait_for_threads)
+        if stale is not None:
+            self._written(stale)
+
+    def _written(self, batch: _Batch) -> None:
+        """A write ended (in the loop, from ``run_sync_soon``; must not raise)."""
+        if self._writing is not batch:
+            return  # already adopted by a later run
+        self._writing = None
+        if batch.failure is not None:
+            where = segment_name(batch.segment)
+            self._abandon(batch, self._fail(f"cannot write {where}", batch.failure))
+            return
+        self._count_batch(
+            records=batch.count,
+            size=batch.size,
+            fsyncs=1,
+            current=batch.segment == self._segment,
+        )
+        if self._pending is not None:
+            if self._closed:
+                self._abandon(self._pending, StoreError("the store is closed"))
+            else:
+                self._start_write()  # first, so the disk is busy while tasks wake
+        batch.done.set()
+
+    def _abandon(self, batch: _Batch | None, error: StoreError) -> None:
+        """Fail ``batch`` and any batch queued behind it: their committers raise ``error``."""
         for each in (batch, self._pending):
             if each is not None:
                 each.error = error
                 each.done.set()
-                each.turn.set()
         self._pending = None
 
     def _take_segment(self) -> int:
@@ -290,11 +313,12 @@ class Store(BaseStore):
         latest = self._latest
         queued = latest if latest is not None and not latest.done.is_set() else None
         self._snapshotting = True
-        self._busy += 1
         try:
             await self._off_loop(self._prepare_snapshot, header, records, by_month)
             if queued is not None:
-                await self._wait_for(queued)  # the snapshot may hold their changes
+                await queued.done.wait()  # the snapshot may hold its changes: are they durable?
+                if queued.error is not None:
+                    raise queued.error
             self._check_usable()
             await self._off_loop(self._install_snapshot, header)
         except (StoreError, ValueError):
@@ -303,16 +327,23 @@ class Store(BaseStore):
             raise self._fail("cannot write the snapshot", exc) from exc
         finally:
             self._snapshotting = False
-            self._leave_thread()
         self._counts.snapshots += 1
         if not self._sync:
             await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _off_loop(self, work: Callable[..., None], *args: Any) -> None:
-        if self._sync:
-            await trio.to_thread.run_sync(work, *args)
-        else:
+        if not self._sync:
             work(*args)
+            return
+
+        def in_thread() -> None:
+            try:
+                work(*args)
+            finally:
+                self._leave_thread()
+
+        self._enter_thread()
+        await trio.to_thread.run_sync(in_thread)
 
     def _prepare_snapshot(
         self, header: SnapshotHeader, records: list[Record], by_month: dict[str, list[Record]]
@@ -342,11 +373,11 @@ class Store(BaseStore):
             disk.write(fd, b"".join(chunk))
             if self._sync:
                 disk.sync(fd)
-        except ValueError:
-            os.close(fd)
+        except ValueError:  # a record the caller got wrong: no snapshot, the store goes on
             temporary.unlink()
             raise
-        os.close(fd)
+        finally:
+            os.close(fd)
         disk.step("written")
 
     def _install_snapshot(self, header: SnapshotHeader) -> None:
@@ -386,19 +417,24 @@ class Store(BaseStore):
 
     def close(self) -> None:
         self._closed = True
-        if not self._busy:
-            self._release()
-
-    def _leave_thread(self) -> None:
-        self._busy -= 1
-        if self._closed and not self._busy:
-            self._release()
-
-    def _release(self) -> None:
+        self._wait_for_threads()  # a write on its way finishes first (at most one fsync)
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
         self._lock.release()
+
+    def _wait_for_threads(self) -> None:
+        with self._quiet:
+            self._quiet.wait_for(lambda: self._threads == 0)
+
+    def _enter_thread(self) -> None:
+        with self._quiet:
+            self._threads += 1
+
+    def _leave_thread(self) -> None:
+        with self._quiet:
+            self._threads -= 1
+            self._quiet.notify_all()
 
 
 def _by_month(archived: Iterable[tuple[str, Record]]) -> dict[str, list[Record]]:

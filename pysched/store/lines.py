@@ -100,11 +100,11 @@ def encode_header(header: SnapshotHeader) -> bytes:
 def read_fields(raw: bytes) -> dict[str, Any]:
     """Check a line's newline, checksum, JSON and version; return its fields."""
     if not raw.endswith(b"\n"):
-        raise LineError("no newline at the end of the line (cut short)", torn=True)
+        raise LineError("no newline at its end", torn=True)
     tail = raw[-_CRC_TAIL_SIZE:]
     match = _CRC_TAIL.fullmatch(tail)
     if match is None:
-        raise LineError("no checksum at the end of the line", torn=True)
+        raise LineError("no checksum at its end", torn=True)
     head = raw[:-_CRC_TAIL_SIZE]
     stated = int(match.group(1), 16)
     actual = zlib.crc32(head)

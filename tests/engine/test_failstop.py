@@ -65,3 +65,13 @@ async def test_failed_start_commit_starts_nothing(autojump_clock: trio.testing.M
             ("a.2026-10-19.1", "catch_up"),
             ("b.2026-10-19.1", "catch_up"),
         }
+
+
+async def test_fail_stop_reverts_actions_and_holds(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(CONFIG))
+    async with h.engine() as engine:
+        h.store.inject_failure()
+        with pytest.raises(EngineStopped):
+            await engine.hold_job("a", by="ann")
+        assert engine.actions_for("a") == []
+        assert engine.error is not None

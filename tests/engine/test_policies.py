@@ -102,3 +102,32 @@ async def test_pool_and_global_cap(autojump_clock: trio.testing.MockClock) -> No
         assert max_concurrent(engine, set("abcdef")) == 3
         order = [s.run_id.split(".")[0] for s in h.launcher.started if s.run_id[0] in "abc"]
         assert order == ["b", "a", "c"]  # priority, then age
+
+
+async def test_queue_overlap_never_supersedes_a_run_waiting_to_retry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(
+        config_from(
+            """
+            jobs:
+              poll:
+                schedule: "*/10 * * * *"
+                command: x
+                overlap: queue
+                retries: {count: 1, backoff: {initial: 15m}}
+            """
+        ),
+        durations={"poll": timedelta(minutes=2)},
+        outcomes={"poll.2026-10-19.1": [1, 0]},
+    )
+    async with h.engine() as engine:
+        await h.advance(engine, minutes=21)
+        # run 1 failed at 00:12 and waits to retry at 00:27; it counts as active, so run 2
+        # (00:20) queues behind it rather than starting, and is not allowed to supersede it
+        assert states(engine) == {
+            "poll.2026-10-19.1": "retrying",
+            "poll.2026-10-19.2": "queued",
+        }
+        await h.advance(engine, minutes=10)
+        assert states(engine)["poll.2026-10-19.1"] == "succeeded"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 import trio
 
 from pysched.engine import RunState
+from pysched.errors import ActionError
 from tests.engine.harness import Harness, config_from, states
 
 
@@ -123,3 +124,61 @@ async def test_apply_config_adds_changes_and_removes_jobs(
         assert engine.book.get("move.2026-10-19.1").scheduled_for.strftime("%H") == "04"
     versions = [r.data["sha256"] for r in h.store.reopen().records() if r.type == "config"]
     assert versions == [first.sha256, second.sha256]
+
+
+async def test_restart_without_a_job_cancels_its_waiting_runs_and_watches_running_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first = config_from(
+        """
+        pools: {one: 1}
+        jobs:
+          long: {schedule: "0 1 * * *", command: x, pool: one}
+          next: {schedule: "0 1 * * *", command: x, pool: one}
+        """
+    )
+    h = Harness(first, durations={"long": timedelta(hours=2), "next": timedelta(hours=2)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=30)
+        assert set(states(engine).values()) == {"running", "queued"}
+    second = config_from('jobs:\n  other: {schedule: "0 9 * * *", command: x}\n')
+    store = h.store.reopen()
+    async with h.engine(store=store, config=second) as engine:
+        running = [r for r in engine.book if r.state is RunState.RUNNING]
+        queued_before = [r for r in engine.book if r.state is RunState.CANCELLED]
+        assert len(running) == 1 and len(queued_before) == 1
+        assert queued_before[0].reason == "job removed from the config"
+        await h.advance(engine, hours=2)
+        assert running[0].state is RunState.SUCCEEDED  # watched to its end, not lost
+        with pytest.raises(ActionError, match="no longer in the config"):
+            await engine.rerun(running[0].run_id)
+
+
+async def test_disabled_period_is_not_caught_up(autojump_clock: trio.testing.MockClock) -> None:
+    on = config_from('jobs:\n  tick: {schedule: "0 * * * *", command: x, catch_up: all}\n')
+    off = config_from(
+        'jobs:\n  tick: {schedule: "0 * * * *", command: x, catch_up: all, enabled: false}\n'
+    )
+    h = Harness(on)
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=30)
+    second = h.store.reopen()
+    async with h.engine(store=second, config=off) as engine:
+        await h.advance(engine, hours=5)
+        assert len(engine.book) == 1
+    await h.clock.advance(timedelta(hours=2))  # down for two more hours, still disabled
+    async with h.engine(store=second.reopen(), config=on) as engine:
+        assert [r.trigger.value for r in engine.book] == ["schedule"]
+
+
+async def test_trigger_older_than_history_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(
+        config_from('scheduler: {history_days: 10}\njobs:\n  a: {schedule: "@daily", command: x}\n')
+    )
+    async with h.engine() as engine:
+        with pytest.raises(ActionError, match="older than scheduler.history_days"):
+            await engine.trigger("a", date(2026, 10, 1))
+        run = await engine.trigger("a", date(2026, 10, 10))
+        assert run.run_id == "a.2026-10-10.1"

@@ -107,6 +107,35 @@ async def test_snapshot_then_replay_gives_the_same_state(kind: Kind) -> None:
     store.close()
 
 
+async def test_commits_racing_a_snapshot_are_all_replayed(kind: Kind) -> None:
+    store = kind.open()
+    model: dict[str, object] = {}
+
+    async def change(key: str, value: int) -> None:
+        model[key] = value  # in memory first, then committed (write-ahead)
+        await store.commit([rec(key, value)])
+
+    for i in range(5):
+        await change(f"k{i}", i)
+
+    async def snapshots() -> None:
+        for _ in range(2):
+            await trio.sleep(0)
+            await store.write_snapshot(as_records(model))  # the state of this very instant
+
+    async def changes(offset: int) -> None:
+        for i in range(30):  # on well after the last snapshot
+            await change(f"c{offset}.{i}", i)  # a key of its own: a lost change shows
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(snapshots)
+        for offset in range(4):
+            nursery.start_soon(changes, offset)
+    store = kind.reopen(store)
+    assert fold(store.records()) == model
+    store.close()
+
+
 async def test_retention_moves_records_to_the_archive(kind: Kind) -> None:
     store = kind.open()
     await store.commit([rec("old1", 1), rec("old2", 2), rec("keep", 3)])

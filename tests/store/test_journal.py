@@ -104,7 +104,9 @@ async def test_no_thread_without_sync(
     store.close()
 
 
-async def test_a_cancelled_leader_still_finishes_its_write(tmp_path: Path) -> None:
+async def test_cancelling_the_committer_that_started_a_write_strands_nobody(
+    tmp_path: Path,
+) -> None:
     store = Store.open(tmp_path, sync=True)
     gate = threading.Event()
     store._disk = FaultyDisk(gate=gate)
@@ -115,7 +117,7 @@ async def test_a_cancelled_leader_still_finishes_its_write(tmp_path: Path) -> No
 
     async with trio.open_nursery() as nursery:
         with trio.CancelScope() as leader_scope:
-            nursery.start_soon(follower, "f1")  # queued behind the leader once it runs
+            nursery.start_soon(follower, "f1")  # queued behind the first write
             nursery.start_soon(follower, "f2")
 
             async def cancel_soon() -> None:
@@ -131,7 +133,7 @@ async def test_a_cancelled_leader_still_finishes_its_write(tmp_path: Path) -> No
     store.close()
 
 
-async def test_a_cancelled_follower_does_not_strand_the_others(tmp_path: Path) -> None:
+async def test_a_cancelled_committer_does_not_strand_the_others(tmp_path: Path) -> None:
     store = Store.open(tmp_path, sync=True)
     gate = threading.Event()
     store._disk = FaultyDisk(gate=gate)
@@ -163,7 +165,7 @@ async def test_a_cancelled_follower_does_not_strand_the_others(tmp_path: Path) -
     store.close()
 
 
-async def test_all_followers_cancelled_their_batch_is_still_written_in_order(
+async def test_a_batch_whose_committers_were_all_cancelled_is_still_written_in_order(
     tmp_path: Path,
 ) -> None:
     store = Store.open(tmp_path, sync=True)
@@ -179,6 +181,46 @@ async def test_all_followers_cancelled_their_batch_is_still_written_in_order(
     [after] = await store.commit([rec("after")])
     assert after.seq == 3
     assert [r.data["id"] for r in store.records()] == ["leader", "orphan", "after"]
+    store.close()
+
+
+def test_a_run_that_ends_with_a_write_on_its_way(tmp_path: Path) -> None:
+    store = Store.open(tmp_path, sync=True)
+    gate = threading.Event()
+    store._disk = FaultyDisk(gate=gate)
+
+    async def give_up() -> None:
+        with trio.move_on_after(0.05):
+            await store.commit([rec("a")])
+
+    trio.run(give_up)  # the run is over; the write still waits at the gate
+    gate.set()
+
+    async def carry_on() -> None:
+        [b] = await store.commit([rec("b")])
+        assert b.seq == 2
+
+    trio.run(carry_on)
+    store.close()
+    store = Store.open(tmp_path)
+    assert [r.data["id"] for r in store.records()] == ["a", "b"]
+    store.close()
+
+
+def test_close_waits_for_a_write_on_its_way(tmp_path: Path) -> None:
+    store = Store.open(tmp_path, sync=True)
+    gate = threading.Event()
+    store._disk = FaultyDisk(gate=gate)
+
+    async def give_up() -> None:
+        with trio.move_on_after(0.05):
+            await store.commit([rec("a")])
+
+    trio.run(give_up)
+    threading.Timer(0.05, gate.set).start()
+    store.close()  # returns once the write is done: the lock is free, nothing left running
+    store = Store.open(tmp_path)
+    assert [r.data["id"] for r in store.records()] == ["a"]
     store.close()
 
 
