@@ -2,8 +2,8 @@
 
 Each job's last firing is journaled, so on open the engine knows exactly which firings fell in
 the gap. The job's ``catch_up`` policy decides which become runs: ``all`` (each, up to
-``scheduler.max_catch_up``, the newest), ``latest`` (only the newest; the default) or ``none``. Every
-firing not made into a run is written down as skipped with its reason; past
+``scheduler.max_catch_up`` of the newest), ``latest`` (only the newest; the default) or
+``none``. Every firing not made into a run is written down as skipped with its reason; past
 ``INDIVIDUAL_SKIPS`` per job the rest are written as one summary record, so a week-long outage
 of a one-minute job cannot flood the journal.
 """

@@ -472,9 +472,15 @@ def _open_dir(state_dir: Path, *, sync: bool) -> _Opened:
         state_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create state dir {state_dir}: {exc.strerror or exc}") from exc
-    lock = StateLock.acquire(state_dir)
+    try:
+        lock = StateLock.acquire(state_dir)
+    except OSError as exc:
+        raise StoreError(f"cannot lock state dir {state_dir}: {exc.strerror or exc}") from exc
     try:
         return _read_dir(state_dir, lock, sync=sync)
+    except OSError as exc:
+        lock.release()
+        raise StoreError(f"cannot open state dir {state_dir}: {exc}") from exc
     except BaseException:
         lock.release()
         raise

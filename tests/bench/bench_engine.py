@@ -28,7 +28,7 @@ import trio
 import trio.testing
 
 from pysched.config import Config, parse_config
-from pysched.engine import RunState, open_engine
+from pysched.engine import open_engine
 from pysched.engine.journal_state import replay, snapshot_records
 from pysched.store import Record, Store
 from pysched.testing import FakeLauncher
@@ -172,9 +172,8 @@ def main() -> None:
         )
         print(f"states: {day['states']}")
         per_fsync = day["records"] / max(day["fsyncs"], 1)
-        print(
-            f"journal: {day['records']:,} records in {day['fsyncs']:,} fsyncs ({per_fsync:.1f}/fsync)"
-        )
+        records, fsyncs = day["records"], day["fsyncs"]
+        print(f"journal: {records:,} records in {fsyncs:,} fsyncs ({per_fsync:.1f}/fsync)")
         restart_s, live = restart(state_dir)
         print(f"restart after one day: {restart_s:.2f} s for {live:,} live runs")
         per_run = bytes_per_run(state_dir)

@@ -150,7 +150,7 @@ async def test_restart_without_a_job_cancels_its_waiting_runs_and_watches_runnin
         assert queued_before[0].reason == "job removed from the config"
         await h.advance(engine, hours=2)
         assert running[0].state is RunState.SUCCEEDED  # watched to its end, not lost
-        with pytest.raises(ActionError, match="no longer in the config"):
+        with pytest.raises(ActionError, match=r"no longer in the config"):
             await engine.rerun(running[0].run_id)
 
 
@@ -178,7 +178,7 @@ async def test_trigger_older_than_history_is_refused(
         config_from('scheduler: {history_days: 10}\njobs:\n  a: {schedule: "@daily", command: x}\n')
     )
     async with h.engine() as engine:
-        with pytest.raises(ActionError, match="older than scheduler.history_days"):
+        with pytest.raises(ActionError, match=r"older than scheduler\.history_days"):
             await engine.trigger("a", date(2026, 10, 1))
         run = await engine.trigger("a", date(2026, 10, 10))
         assert run.run_id == "a.2026-10-10.1"
