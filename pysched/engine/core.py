@@ -911,25 +911,32 @@ class EngineCore:
         )
 
     def _maybe_snapshot(self) -> None:
-        if self._snapshotting or not getattr(self._store, "wants_snapshot", False):
+        if self._snapshotting or self.error is not None:
             return
-        live, archived, gone = journal_state.snapshot_records(
-            self.state_view(),
-            now=self.clock.now(),
-            history_days=self.config.scheduler.history_days,
-        )
-        for run in gone:
-            self.book.remove(run)
-        gone_ids = {run.run_id for run in gone}
-        for action_id in [a for a, d in self._actions.items() if d.get("target") in gone_ids]:
-            del self._actions[action_id]
+        if not getattr(self._store, "wants_snapshot", False):
+            return
         self._snapshotting = True
-        self._spawn(self._write_snapshot, live, archived)
+        self._spawn(self._write_snapshot)
 
-    async def _write_snapshot(
-        self, live: Sequence[Record], archived: Sequence[tuple[str, Record]]
-    ) -> None:
+    async def _write_snapshot(self) -> None:
+        """Write the whole state as a snapshot, archiving old finished runs.
+
+        The records are built and handed to the store in one step, with no checkpoint in
+        between: the store rotates its segment at the call, so every change committed before
+        is in the snapshot and every later one is in the new segment (a change whose commit is
+        still in flight may be in both: records are idempotent upserts).
+        """
         try:
+            live, archived, gone = journal_state.snapshot_records(
+                self.state_view(),
+                now=self.clock.now(),
+                history_days=self.config.scheduler.history_days,
+            )
+            for run in gone:
+                self.book.remove(run)
+            gone_ids = {run.run_id for run in gone}
+            for action_id in [a for a, d in self._actions.items() if d.get("target") in gone_ids]:
+                del self._actions[action_id]
             await self._store.write_snapshot(live, archived)
         except StoreError:
             log.exception("snapshot failed")

@@ -92,7 +92,11 @@ async def test_no_thread_without_sync(
     async def no_threads(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a thread was used")
 
+    def no_thread_soon(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a thread was started")
+
     monkeypatch.setattr(trio.to_thread, "run_sync", no_threads)
+    monkeypatch.setattr(trio.lowlevel, "start_thread_soon", no_thread_soon)
     store = MemoryStore() if sync is None else Store.open(tmp_path, sync=sync)
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
