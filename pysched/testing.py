@@ -51,7 +51,7 @@ class _FakeProcess:
         self.ends_at = ends_at
         self.exit_code = exit_code
         self.killed_at: datetime | None = None
-        self._killed = trio.Event()
+        self._scope: trio.CancelScope | None = None
         self.pid = 0
 
     @property
@@ -68,18 +68,10 @@ class _FakeProcess:
 
     async def wait(self) -> ExitStatus:
         if self.status() is None:
-            async with trio.open_nursery() as nursery:
-
-                async def until_end() -> None:
-                    await self._clock.sleep_until(self.ends_at)
-                    nursery.cancel_scope.cancel()
-
-                async def until_killed() -> None:
-                    await self._killed.wait()
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(until_end)
-                nursery.start_soon(until_killed)
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                await self._clock.sleep_until(self.ends_at)
+            self._scope = None
         else:
             await trio.lowlevel.checkpoint()
         status = self.status()
@@ -89,7 +81,8 @@ class _FakeProcess:
     async def kill(self, grace: timedelta) -> None:
         if self.status() is None:
             self.killed_at = self._clock.now()
-            self._killed.set()
+            if self._scope is not None:
+                self._scope.cancel()
         await trio.lowlevel.checkpoint()
 
 

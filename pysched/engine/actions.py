@@ -56,9 +56,7 @@ class Engine(EngineCore):
             definition = self._job(job)
             day = run_date or self.run_date_for_today(definition)
             self._within_history(day)
-            run = self._create(
-                definition, day, scheduled_for=self.clock.now(), trigger=Trigger.MANUAL
-            )
+            run = self._create(definition, day, scheduled_for=self._time(), trigger=Trigger.MANUAL)
             self._record_action("trigger", run.run_id, by, why)
             return run
 
@@ -170,7 +168,7 @@ class Engine(EngineCore):
                 "held": True,
                 "by": by,
                 "why": why,
-                "at": self.clock.now().isoformat(),
+                "at": self._time().isoformat(),
             }
             self._job_holds[job] = data
             self._undo.append(lambda: self._job_holds.pop(job, None))
@@ -191,7 +189,7 @@ class Engine(EngineCore):
                 "held": False,
                 "by": by,
                 "why": why,
-                "at": self.clock.now().isoformat(),
+                "at": self._time().isoformat(),
             }
             self._records.append(_job_record(data))
             released: list[Run] = []
@@ -225,7 +223,7 @@ class Engine(EngineCore):
                         self._create(
                             definition,
                             day,
-                            scheduled_for=self.clock.now(),
+                            scheduled_for=self._time(),
                             trigger=Trigger.BACKFILL,
                         )
                     )
@@ -268,7 +266,7 @@ class Engine(EngineCore):
         """Runs for dates past ``history_days`` may already be archived: making a new one
         could reuse an archived run's id, so it is refused."""
         days = self.config.scheduler.history_days
-        oldest = (self.clock.now() - timedelta(days=days)).date()
+        oldest = (self._time() - timedelta(days=days)).date()
         if day < oldest:
             raise ActionError(
                 f"run date {day} is older than scheduler.history_days ({days} days): its runs "

@@ -23,7 +23,7 @@ import heapq
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -120,8 +120,8 @@ class EngineCore:
         self._actions: dict[str, Mapping[str, Any]] = {}
         self._watching: dict[tuple[str, date], set[str]] = {}
         self._watches: dict[str, _Watch] = {}
-        self._retrying: dict[str, str] = {}
-        """Runs waiting out a retry backoff, by run id -> job (they count for overlap)."""
+        self._active: dict[str, set[str]] = {}
+        """Per job, its runs that are running or waiting out a retry backoff (for overlap)."""
         self._undo: list[Callable[[], object]] = []
         """How to put back this pass's changes to state other than runs, if the commit fails."""
         self._dependency_only: dict[str, list[str]] = {}
@@ -135,9 +135,14 @@ class EngineCore:
         self._nursery: trio.Nursery | None = None
         self._attempts: trio.Nursery | None = None
         self._action_seq = 0
+        self._now: datetime | None = None
+        """The instant of the current loop pass: every change in one pass happens at once."""
         self._index_config()
 
     # -- public ---------------------------------------------------------------------------
+
+    def _time(self) -> datetime:
+        return self._now if self._now is not None else self.clock.now()
 
     async def settle(self) -> None:
         """Return once nothing more can happen without time passing or an attempt ending.
@@ -179,11 +184,12 @@ class EngineCore:
             task_status.started()
 
     def _startup(self) -> None:
-        now = self.clock.now()
+        now = self._time()
         self._record_config_version(by="startup")
         for run in self.book:
             state = run.state
             if state is RunState.RUNNING:
+                self._active.setdefault(run.job, set()).add(run.run_id)
                 self._recover_attempt(run)  # even for a job no longer in the config
             elif state.finished:
                 continue
@@ -194,7 +200,7 @@ class EngineCore:
             elif state is RunState.QUEUED:
                 self._enqueue(run)
             elif state is RunState.RETRYING:
-                self._retrying[run.run_id] = run.job
+                self._active.setdefault(run.job, set()).add(run.run_id)
                 self._arm_retry(run)
         for name, job in self.config.jobs.items():
             if job.schedule is None:
@@ -249,6 +255,7 @@ class EngineCore:
                 self._wakeup = trio.Event()
                 continue
             self._busy = True
+            self._now = self.clock.now()
             batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
             calls: list[Call] = []
             for work in batch:
@@ -273,6 +280,7 @@ class EngineCore:
             for call in calls:
                 call.done.set()
             self._maybe_snapshot()
+            self._now = None
             await trio.lowlevel.checkpoint()
 
     def _handle(self, work: Work) -> None:
@@ -306,17 +314,17 @@ class EngineCore:
         """Journal every run changed in this pass and the other records; False on fail-stop."""
         if not self._dirty and not self._records:
             return True
-        records = [
-            Record(type="run", data=self.book.get(run_id).to_data())
-            for run_id in self._dirty
-            if run_id in self.book
-        ]
+        changed = [run for run_id in self._dirty if (run := self.book.find(run_id)) is not None]
+        written = [run.to_data() for run in changed]
+        records = [Record(type="run", data=data) for data in written]
         records += self._records
         try:
             await self._store.commit(records)
         except StoreError as exc:
             self._fail_stop(exc)
             return False
+        for run, data in zip(changed, written, strict=True):
+            run.committed = data  # the copy fail-stop goes back to
         self._dirty.clear()
         self._records = []
         self._undo = []
@@ -368,16 +376,25 @@ class EngineCore:
 
     def _touch(self, run: Run) -> None:
         if run.run_id not in self._dirty:
-            self._dirty[run.run_id] = run.to_data() if run.run_id in self.book else None
+            if run.run_id not in self.book:
+                self._dirty[run.run_id] = None
+            else:
+                if run.committed is None:  # restored from the journal, never changed since
+                    run.committed = run.to_data()
+                self._dirty[run.run_id] = run.committed
 
     def _move(self, run: Run, to: RunState, reason: str = "") -> None:
         self._touch(run)
         before = run.state
         run.move(to, reason)
-        if to is RunState.RETRYING:
-            self._retrying[run.run_id] = run.job
-        elif before is RunState.RETRYING:
-            self._retrying.pop(run.run_id, None)
+        if to in _ACTIVE and before not in _ACTIVE:
+            self._active.setdefault(run.job, set()).add(run.run_id)
+        elif before in _ACTIVE and to not in _ACTIVE:
+            active = self._active.get(run.job)
+            if active is not None:
+                active.discard(run.run_id)
+                if not active:
+                    del self._active[run.job]
         if before is not to:
             if before.finished or to.finished:
                 self._notify.add((run.job, run.run_date))
@@ -393,7 +410,7 @@ class EngineCore:
             "reason": run.reason,
             **extra,
         }
-        at = self.clock.now()
+        at = self._time()
         self._effects.append(lambda: self.events.publish(at, kind, data))
 
     def _create(
@@ -410,7 +427,7 @@ class EngineCore:
             job=job.name,
             run_date=run_date,
             n=n,
-            created_at=self.clock.now(),
+            created_at=self._time(),
             scheduled_for=scheduled_for,
             trigger=trigger,
             upstream=upstream,
@@ -466,11 +483,8 @@ class EngineCore:
 
     def _active_run(self, job: str, other_than: str) -> Run | None:
         """A run of ``job`` that is running or waiting out a retry backoff (for overlap)."""
-        for run_id, watch in self._watches.items():
-            if watch.job is not None and watch.job.name == job and run_id != other_than:
-                return self.book.find(run_id)
-        for run_id, name in self._retrying.items():
-            if name == job and run_id != other_than:
+        for run_id in self._active.get(job, ()):
+            if run_id != other_than:
                 return self.book.find(run_id)
         return None
 
@@ -529,7 +543,7 @@ class EngineCore:
     def _start_attempt(self, run: Run, pool: str | None) -> None:
         job = self.config.jobs[run.job]
         number = len(run.attempts) + 1
-        now = self.clock.now()
+        now = self._time()
         self._touch(run)
         run.attempts.append(Attempt(number=number, started_at=now))
         run.next_try_at = None
@@ -563,7 +577,7 @@ class EngineCore:
             PYSCHED_ATTEMPT=str(number),
             PYSCHED_SCHEDULED_FOR=run.scheduled_for.isoformat(),
         )
-        base = self.config.path.parent.absolute()
+        base = self._base_dir
         cwd = base / job.cwd.render(context, secrets) if job.cwd is not None else base
         return AttemptSpec(
             run_id=run.run_id,
@@ -598,14 +612,16 @@ class EngineCore:
     async def _wait_attempt(
         self, run_id: str, handle: AttemptHandle, watch: _Watch, *, started_at: datetime
     ) -> None:
-        async with trio.open_nursery() as nursery:
-            if watch.job is not None and watch.job.timeout is not None:
+        if watch.kill_reason is not None:  # killed before the launcher gave us a handle
+            self._spawn(handle.kill, self.kill_grace)
+        if watch.job is None or watch.job.timeout is None:
+            status = await handle.wait()
+        else:
+            async with trio.open_nursery() as nursery:
                 deadline = started_at + watch.job.timeout
                 nursery.start_soon(self._time_out, handle, watch, deadline)
-            if watch.kill_reason is not None:  # killed before the launcher gave us a handle
-                nursery.start_soon(handle.kill, self.kill_grace)
-            status = await handle.wait()
-            nursery.cancel_scope.cancel()
+                status = await handle.wait()
+                nursery.cancel_scope.cancel()
         self._post(AttemptEnded(run_id=run_id, number=watch.number, status=status))
 
     async def _time_out(self, handle: AttemptHandle, watch: _Watch, deadline: datetime) -> None:
@@ -693,7 +709,7 @@ class EngineCore:
             return
         job = watch.job if watch is not None else self.config.jobs.get(run.job)
         status = work.status
-        now = self.clock.now()
+        now = self._time()
         kill_reason = watch.kill_reason if watch is not None else None
         if work.start_error is not None:
             outcome, message = AttemptOutcome.START_FAILED, work.start_error
@@ -745,7 +761,7 @@ class EngineCore:
             self._move(run, final, f"attempt {work.number} {_said(outcome, status)}")
 
     def _arm_retry(self, run: Run) -> None:
-        at = run.next_try_at or self.clock.now()
+        at = run.next_try_at or self._time()
         marker = RetryDue(run_id=run.run_id, attempts=len(run.attempts))
         self._effects.append(lambda: self._spawn(self._retry_timer, at, marker))
 
@@ -787,7 +803,7 @@ class EngineCore:
         while True:
             while self._heap and self._heap_version.get(self._heap[0][2]) != self._heap[0][1]:
                 heapq.heappop(self._heap)  # superseded by a later _plan
-            if self._heap and self._heap[0][0] <= self.clock.now() + _FIRING_TOLERANCE:
+            if self._heap and self._heap[0][0] <= self._time() + _FIRING_TOLERANCE:
                 _, _, name, firing = heapq.heappop(self._heap)
                 self._post(Fire(job=name, firing=firing))
                 self._plan(name, firing.at)
@@ -833,12 +849,13 @@ class EngineCore:
             firing_record(job, firing.at, firing.run_date, run_id=None, skipped=reason)
         )
         data = {"job": job, "at": firing.at.isoformat(), "reason": reason}
-        at = self.clock.now()
+        at = self._time()
         self._effects.append(lambda: self.events.publish(at, "firing_skipped", data))
 
     # -- config --------------------------------------------------------------------------
 
     def _index_config(self) -> None:
+        self._base_dir = self.config.path.parent.absolute()
         self._dependency_only = {}
         for name, job in self.config.jobs.items():
             if job.schedule is None and job.enabled:
@@ -853,7 +870,7 @@ class EngineCore:
         data = {
             "sha256": config.sha256,
             "text": config.text,
-            "at": self.clock.now().isoformat(),
+            "at": self._time().isoformat(),
             "by": by,
         }
         self._configs.pop(config.sha256, None)
@@ -868,7 +885,7 @@ class EngineCore:
         self.config = new
         self._slots.reconfigure(new.scheduler.max_running, new.pools)
         self._index_config()
-        now = self.clock.now()
+        now = self._time()
         for name in set(old.jobs) | set(new.jobs):
             before, after = old.jobs.get(name), new.jobs.get(name)
             if after is None:
@@ -929,7 +946,7 @@ class EngineCore:
         try:
             live, archived, gone = journal_state.snapshot_records(
                 self.state_view(),
-                now=self.clock.now(),
+                now=self._time(),
                 history_days=self.config.scheduler.history_days,
             )
             for run in gone:
@@ -947,7 +964,7 @@ class EngineCore:
 
     def _record_action(self, action: str, target: str, by: str, why: str) -> None:
         self._action_seq += 1
-        now = self.clock.now()
+        now = self._time()
         data = {
             "id": f"{now.strftime('%Y%m%dT%H%M%S')}-{self._action_seq}",
             "at": now.isoformat(),
@@ -966,7 +983,7 @@ class EngineCore:
         return [a for a in self._actions.values() if a.get("target") == target]
 
     def run_date_for_today(self, job: Job) -> date:
-        local_today = self.clock.now().astimezone(job.timezone).date()
+        local_today = self._time().astimezone(job.timezone).date()
         return run_date_for(local_today, job.run_date, job.calendar)
 
     def _request_kill(self, run: Run, reason: AttemptOutcome | RunState) -> None:
@@ -983,6 +1000,7 @@ class EngineCore:
 
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)
+_ACTIVE = (RunState.RUNNING, RunState.RETRYING)
 _FIRING_TOLERANCE = timedelta(milliseconds=1)
 """A fake clock built on float seconds may wake a hair before an instant; this much early is
 on time."""

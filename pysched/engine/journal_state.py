@@ -29,6 +29,7 @@ from typing import Any
 
 from pysched.engine.book import Book
 from pysched.engine.runs import Run
+from pysched.gc_pause import collection_paused
 from pysched.store import Record
 
 
@@ -92,10 +93,12 @@ class Replayed:
 
 
 def replay(records: Iterable[Record]) -> Replayed:
+    """Fold every record (a restart's work), with the garbage collector paused meanwhile."""
     state = Replayed()
-    for record in records:
-        state.fold(record)
-    state.build_book()
+    with collection_paused():
+        for record in records:
+            state.fold(record)
+        state.build_book()
     return state
 
 

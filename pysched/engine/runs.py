@@ -124,7 +124,7 @@ class Attempt:
             ended_at=datetime.fromisoformat(data["end"]) if data.get("end") else None,
             exit_code=data.get("code"),
             signal=data.get("sig"),
-            outcome=AttemptOutcome(data["out"]) if data.get("out") else None,
+            outcome=_OUTCOMES[data["out"]] if data.get("out") else None,
             info=dict(data.get("info") or {}),
             message=str(data.get("msg") or ""),
         )
@@ -138,7 +138,10 @@ class Run:
     """
 
     __slots__ = (
+        "_attempt_data",
+        "_fixed",
         "attempts",
+        "committed",
         "created_at",
         "forced",
         "job",
@@ -181,6 +184,21 @@ class Run:
         self.series_start = 0
         self.next_try_at: datetime | None = None
         self.forced = False
+        # the journal record is written at every change: the parts that never change, and
+        # each attempt's part, are serialised once and reused
+        self._fixed = {
+            "id": self.run_id,
+            "job": job,
+            "date": run_date.isoformat(),
+            "n": n,
+            "created": created_at.isoformat(),
+            "for": scheduled_for.isoformat(),
+            "trigger": trigger.value,
+            "upstream": upstream,
+        }
+        self._attempt_data: list[tuple[Attempt, dict[str, Any]]] = []
+        self.committed: dict[str, Any] | None = None
+        """The run as last written to the journal (the engine's fail-stop goes back to it)."""
 
     def move(self, to: RunState, reason: str = "") -> None:
         """Change state by the table (raises ``TransitionError`` otherwise)."""
@@ -205,18 +223,18 @@ class Run:
         return attempt
 
     def to_data(self) -> dict[str, Any]:
+        cache = self._attempt_data
+        del cache[len(self.attempts) :]
+        for index, attempt in enumerate(self.attempts):
+            if index == len(cache):
+                cache.append((attempt, attempt.to_data()))
+            elif cache[index][0] is not attempt:
+                cache[index] = (attempt, attempt.to_data())
         return {
-            "id": self.run_id,
-            "job": self.job,
-            "date": self.run_date.isoformat(),
-            "n": self.n,
+            **self._fixed,
             "state": self.state.value,
             "reason": self.reason,
-            "created": self.created_at.isoformat(),
-            "for": self.scheduled_for.isoformat(),
-            "trigger": self.trigger.value,
-            "upstream": self.upstream,
-            "attempts": [a.to_data() for a in self.attempts],
+            "attempts": [data for _, data in cache],
             "series": self.series_start,
             "next_try": self.next_try_at.isoformat() if self.next_try_at else None,
             "forced": self.forced,
@@ -224,26 +242,39 @@ class Run:
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Run:
-        run = cls(
-            job=str(data["job"]),
-            run_date=date.fromisoformat(data["date"]),
-            n=int(data["n"]),
-            created_at=datetime.fromisoformat(data["created"]),
-            scheduled_for=datetime.fromisoformat(data["for"]),
-            trigger=Trigger(data["trigger"]),
-            upstream=data.get("upstream"),
-            state=RunState(data["state"]),
-            reason=str(data.get("reason") or ""),
-        )
-        run.attempts = [Attempt.from_data(a) for a in data.get("attempts") or ()]
-        run.series_start = int(data.get("series") or 0)
+        """The run a journal record holds (``to_data`` reversed); fast, as a restart builds
+        every live run this way."""
+        run = cls.__new__(cls)
+        run.job = data["job"]
+        run.run_date = date.fromisoformat(data["date"])
+        run.n = data["n"]
+        run.run_id = data["id"]
+        run.created_at = datetime.fromisoformat(data["created"])
+        run.scheduled_for = datetime.fromisoformat(data["for"])
+        run.trigger = _TRIGGERS[data["trigger"]]
+        run.upstream = data.get("upstream")
+        run.state = _STATES[data["state"]]
+        run.reason = data.get("reason") or ""
+        attempts = [Attempt.from_data(a) for a in data.get("attempts") or ()]
+        run.attempts = attempts
+        run.series_start = data.get("series") or 0
         next_try = data.get("next_try")
         run.next_try_at = datetime.fromisoformat(next_try) if next_try else None
         run.forced = bool(data.get("forced"))
+        run._fixed = {key: data[key] for key in _FIXED_KEYS}
+        run._attempt_data = list(zip(attempts, data.get("attempts") or (), strict=True))
+        run.committed = None
         return run
 
     def __repr__(self) -> str:
         return f"<Run {self.run_id} {self.state.value}>"
+
+
+_FIXED_KEYS = ("id", "job", "date", "n", "created", "for", "trigger", "upstream")
+# enum lookups by value, without Enum.__call__'s overhead (replay builds every run at start)
+_STATES = {state.value: state for state in RunState}
+_TRIGGERS = {trigger.value: trigger for trigger in Trigger}
+_OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}
 
 
 def run_id_of(job: str, run_date: date, n: int) -> str:

@@ -497,7 +497,9 @@ def _read_dir(state_dir: Path, lock: StateLock, *, sync: bool) -> _Opened:
     header: SnapshotHeader | None = None
     if (state_dir / SNAPSHOT).exists():
         try:
-            header = scan_file(state_dir / SNAPSHOT, SNAPSHOT, "snapshot", strict=True).header
+            header = scan_file(
+                state_dir / SNAPSHOT, SNAPSHOT, "snapshot", strict=True, quick=True
+            ).header
         except ValueError as exc:
             raise refuse(str(exc)) from None
     first = header.segment if header is not None else 1
@@ -526,6 +528,7 @@ def _read_dir(state_dir: Path, lock: StateLock, *, sync: bool) -> _Opened:
                 previous_seq=previous,
                 tail_may_tear=index == len(kept) - 1,
                 strict=True,
+                quick=True,
             )
         except ValueError as exc:
             raise refuse(str(exc)) from None
