@@ -83,9 +83,7 @@ async def one_day(config: Config, outcomes: dict[str, list[int]], state_dir: Pat
         end = DAY + timedelta(days=1)
         while clock.now() < end:
             await engine.settle()
-            if all(run.state.finished for run in engine.book) and clock.now() > DAY.replace(
-                hour=3
-            ):
+            if all(run.state.finished for run in engine.book) and clock.now() > DAY.replace(hour=3):
                 break  # the night's batch is done
             wait = trio.lowlevel.current_statistics().seconds_to_next_deadline
             mock.jump(min(wait, (end - clock.now()).total_seconds()))
