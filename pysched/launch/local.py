@@ -1,0 +1,394 @@
+"""The local launcher: each attempt runs under its own minder process on this machine.
+
+``LocalLauncher.start`` spawns ``python -I -S minder.py -`` and hands it the job (argv, the full
+env, cwd, file paths) as JSON on its standard input, so secrets never reach a command line or a
+file. The minder starts the command in its own process group, writes a ``started`` file, waits,
+and writes a note saying how it ended (see ``pysched.launch.minder``). Files of attempt ``n`` of
+run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
+
+    j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json
+
+The loop never waits on ``fork``: spawns go to ONE worker thread at a time, which takes every
+start queued meanwhile (a burst of 200 starts is a handful of threads, not 200). The end of a
+minder is awaited with a pidfd (``os.pidfd_open`` + ``trio.lowlevel.wait_readable``): no thread
+per process. Where pidfds are missing, the handle polls every 0.1 s.
+
+A handle's ``info`` is ``{"minder_pid", "minder_start", "note"}``: the minder's pid, its start
+time in clock ticks (``/proc/<pid>/stat`` field 22) and the note's path. ``recover`` uses them to
+adopt a minder still running after a restart, read the note of one that ended, or answer None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from io import FileIO
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pysched.launch import minder
+from pysched.launch.base import AttemptSpec, ExitStatus
+
+__all__ = ["LocalAttempt", "LocalLauncher"]
+
+log = logging.getLogger(__name__)
+
+MINDER = Path(minder.__file__)
+_POLL = 0.1  # seconds between looks when pidfds are unavailable
+_KILL_POLL = 0.05  # seconds between looks at a process group during a kill's grace
+_STARTED_WAIT = 2.0  # how long kill waits for a fresh minder to write its started file
+
+
+def _alive(pid: int, start: int | None) -> bool:
+    """Whether ``pid`` is a live (not zombie) process started at ``start`` clock ticks.
+
+    Reads ``/proc``, which is memory, not disk: fine on the loop.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    fields = data[data.rfind(b")") + 2 :].split()
+    if not fields or fields[0] in (b"Z", b"X"):
+        return False
+    return start is None or (len(fields) > 19 and int(fields[19]) == start)
+
+
+def _open_pidfd(pid: int) -> FileIO | None:
+    """A pidfd for ``pid`` (closed when collected), or None where unsupported or gone."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return FileIO(pidfd_open(pid, 0))
+    except OSError:
+        return None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def _status_from_note(note: Mapping[str, Any]) -> ExitStatus:
+    ended = note.get("ended_at")
+    ended_at = datetime.fromisoformat(ended) if isinstance(ended, str) else None
+    code, sig, error = note.get("exit_code"), note.get("signal"), note.get("error")
+    if error:
+        message = str(error)
+    elif sig is not None:
+        try:
+            message = f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            message = f"killed by signal {sig}"
+    else:
+        message = f"exited with {code}"
+    return ExitStatus(exit_code=code, signal=sig, ended_at=ended_at, message=message)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Paths:
+    out: Path
+    err: Path
+    started: Path
+    note: Path
+
+    @classmethod
+    def of(cls, log_dir: Path, spec: AttemptSpec) -> _Paths:
+        folder = log_dir / spec.job / spec.run_date.isoformat()
+        stem = f"{spec.run_id}.{spec.attempt}"
+        return cls(
+            out=folder / f"{stem}.out",
+            err=folder / f"{stem}.err",
+            started=folder / f"{stem}.started.json",
+            note=folder / f"{stem}.note.json",
+        )
+
+    @classmethod
+    def beside(cls, note: Path) -> _Paths:
+        stem = note.name.removesuffix(".note.json")
+        folder = note.parent
+        return cls(
+            out=folder / f"{stem}.out",
+            err=folder / f"{stem}.err",
+            started=folder / f"{stem}.started.json",
+            note=note,
+        )
+
+
+class LocalAttempt:
+    """One attempt under its minder. One task at a time may ``wait``.
+
+    **Cancellation:** cancelling ``wait`` stops watching only; the minder and its command run
+    on, and a later ``wait`` (or ``recover`` after a restart) picks up where this one left.
+    """
+
+    def __init__(
+        self,
+        *,
+        paths: _Paths,
+        pid: int,
+        start: int | None,
+        popen: subprocess.Popen[bytes] | None,
+        pidfd: FileIO | None,
+    ) -> None:
+        self._paths = paths
+        self._pid = pid
+        self._start = start
+        self._popen = popen  # set when the minder is our own child: it reaps it
+        self._pidfd = pidfd
+        self._status: ExitStatus | None = None
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        return {"minder_pid": self._pid, "minder_start": self._start, "note": str(self._paths.note)}
+
+    def _ended(self) -> bool:
+        if self._popen is not None:
+            return self._popen.poll() is not None
+        return not _alive(self._pid, self._start)
+
+    async def wait(self) -> ExitStatus:
+        """Wait for the minder to end, then report the note it wrote."""
+        if self._status is not None:
+            await trio.lowlevel.checkpoint()
+            return self._status
+        if self._pidfd is not None:
+            await trio.lowlevel.wait_readable(self._pidfd.fileno())
+        else:
+            while not self._ended():
+                await trio.sleep(_POLL)
+        if self._pidfd is not None:
+            pidfd, self._pidfd = self._pidfd, None
+            trio.lowlevel.notify_closing(pidfd.fileno())
+            pidfd.close()
+        # Past this point the minder has ended: finish without giving cancellation a say.
+        status: ExitStatus | None = None
+        with trio.CancelScope(shield=True):
+            status = await trio.to_thread.run_sync(self._finish)
+        assert status is not None
+        self._status = status
+        return status
+
+    def _finish(self) -> ExitStatus:
+        """Reap the minder (if ours) and read its note. Runs in a worker thread."""
+        if self._popen is not None:
+            self._popen.wait()
+        else:
+            # An adopted minder may still be our child (adopted by the process that spawned it).
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self._pid, os.WNOHANG)
+        note = _read_json(self._paths.note)
+        if note is None:
+            return ExitStatus(message="the minder ended without writing a note")
+        return _status_from_note(note)
+
+    async def _pgid(self) -> int | None:
+        """The command's process group, from the started file; waits a little for a fresh one."""
+        with trio.move_on_after(_STARTED_WAIT):
+            while True:
+                started = await trio.to_thread.run_sync(_read_json, self._paths.started)
+                if started is not None and isinstance(started.get("pgid"), int):
+                    return int(started["pgid"])
+                if self._ended():
+                    return None
+                await trio.sleep(0.01)
+        return None
+
+    async def kill(self, grace: timedelta) -> None:
+        """SIGTERM the command's process group; SIGKILL the group if the command outlives
+        ``grace``.
+
+        Returns once the command has ended or SIGKILL is sent; starts nothing that outlives
+        it. If the command ends within the grace, members of its group that ignored SIGTERM
+        are left alone (as the engine does: its wait returns and cancels the grace).
+        """
+        if self._status is not None or self._ended():
+            await trio.lowlevel.checkpoint()
+            return
+        pgid = await self._pgid()
+        if pgid is None or self._ended():
+            return  # the command never started, or the attempt is over: nothing to signal
+        if not _signal_group(pgid, signal.SIGTERM):
+            return
+        # The grace ends early once the minder has ended (the command's leader was reaped) or
+        # the whole group is gone. Not "group gone" alone: killed members can linger as
+        # zombies where PID 1 reaps slowly (containers), and would stretch every kill.
+        with trio.move_on_after(max(grace.total_seconds(), 0)):
+            while _signal_group(pgid, 0) and not self._ended():
+                await trio.sleep(_KILL_POLL)
+            return
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to group ``pgid``; False when no process of it is left."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        log.warning("no permission to signal process group %d", pgid)
+        return False
+    return True
+
+
+@dataclass(slots=True, kw_only=True)
+class _Spawn:
+    """One queued minder start and, once the worker thread is done, its outcome."""
+
+    job: bytes
+    result: tuple[subprocess.Popen[bytes], FileIO | None, int | None] | None = None
+    error: OSError | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+class LocalLauncher:
+    """Runs attempts as local processes, each under a minder; see the module docstring.
+
+    ``log_dir`` holds every attempt's output, started file and note. ``python`` runs the
+    minder. ``base_env`` (default: this process's environment) is what each command's
+    environment starts from; ``spec.env`` is laid over it.
+    """
+
+    def __init__(
+        self,
+        log_dir: Path,
+        *,
+        python: str = sys.executable,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.log_dir = Path(log_dir)
+        self.python = python
+        self.base_env = dict(base_env) if base_env is not None else None
+        self._queue: list[_Spawn] = []
+        self._draining = False
+
+    async def start(self, spec: AttemptSpec) -> LocalAttempt:
+        """Spawn the attempt's minder; return once the minder process exists.
+
+        The command's own start is the minder's business: if it cannot start (no such
+        program), ``wait`` reports it with ``exit_code`` None and the reason as ``message``.
+        Raises ``OSError`` when the minder itself cannot be spawned.
+
+        **Cancellation:** not cancellable once queued (the spawn is a few milliseconds): a
+        minder that may exist is always handed back, never left without an owner.
+        """
+        paths = _Paths.of(self.log_dir, spec)
+        env = dict(os.environ if self.base_env is None else self.base_env)
+        env.update(spec.env)
+        job = {
+            "argv": list(spec.argv),
+            "env": env,
+            "cwd": str(spec.cwd) if spec.cwd is not None else None,
+            "stdout": str(paths.out),
+            "stderr": str(paths.err),
+            "started": str(paths.started),
+            "note": str(paths.note),
+        }
+        request = _Spawn(job=json.dumps(job).encode())
+        self._queue.append(request)
+        with trio.CancelScope(shield=True):
+            if self._draining:
+                await request.done.wait()
+            else:
+                await self._drain()
+        if request.error is not None:
+            raise request.error
+        if request.result is None:
+            raise OSError(f"could not spawn the minder for {spec.run_id}")
+        popen, pidfd, start = request.result
+        return LocalAttempt(paths=paths, pid=popen.pid, start=start, popen=popen, pidfd=pidfd)
+
+    async def _drain(self) -> None:
+        """Spawn queued minders in one worker thread at a time until the queue is empty."""
+        self._draining = True
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                try:
+                    await trio.to_thread.run_sync(self._spawn_all, batch)
+                finally:
+                    for request in batch:
+                        request.done.set()
+        finally:
+            self._draining = False
+
+    def _spawn_all(self, batch: list[_Spawn]) -> None:
+        """Runs in a worker thread: spawn each minder and hand it its job."""
+        for request in batch:
+            try:
+                request.result = self._spawn_one(request.job)
+            except OSError as exc:
+                request.error = exc
+
+    def _spawn_one(self, job: bytes) -> tuple[subprocess.Popen[bytes], FileIO | None, int | None]:
+        popen = subprocess.Popen(
+            [self.python, "-I", "-S", str(MINDER), "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # no terminal signal or group kill of ours reaches it
+        )
+        assert popen.stdin is not None
+        try:
+            popen.stdin.write(job)
+            popen.stdin.close()
+        except BrokenPipeError:
+            pass  # the minder died at once; wait() reports the missing note
+        return popen, _open_pidfd(popen.pid), minder.proc_start_ticks(popen.pid)
+
+    async def recover(
+        self, spec: AttemptSpec, info: Mapping[str, Any]
+    ) -> LocalAttempt | ExitStatus | None:
+        """After a restart: the note's status if the attempt ended, a handle adopting its
+        still-running minder, or None if it vanished.
+
+        A minder is adopted only if a live process has its pid AND its start time, so a pid
+        reused by another process is never mistaken for it.
+        """
+        derived = _Paths.of(self.log_dir, spec)
+        note_path = info.get("note")
+        paths = _Paths.beside(Path(note_path)) if isinstance(note_path, str) else derived
+        note = await trio.to_thread.run_sync(_read_json, paths.note)
+        if note is not None:
+            return _status_from_note(note)
+        candidates: list[tuple[_Paths, Any, Any]] = [
+            (paths, info.get("minder_pid"), info.get("minder_start"))
+        ]
+        started = await trio.to_thread.run_sync(_read_json, derived.started)
+        if started is not None:
+            candidates.append((derived, started.get("minder_pid"), started.get("minder_start")))
+        for where, pid, start in candidates:
+            if not isinstance(pid, int) or not isinstance(start, int):
+                continue
+            handle = self._adopt(where, pid, start)
+            if handle is not None:
+                return handle
+        # It may have ended between the first look and now.
+        note = await trio.to_thread.run_sync(_read_json, paths.note)
+        return _status_from_note(note) if note is not None else None
+
+    def _adopt(self, paths: _Paths, pid: int, start: int) -> LocalAttempt | None:
+        if not _alive(pid, start):
+            return None
+        pidfd = _open_pidfd(pid)
+        # Check again with the pidfd held: now the pid cannot be recycled under us.
+        if pidfd is not None and not _alive(pid, start):
+            pidfd.close()
+            return None
+        return LocalAttempt(paths=paths, pid=pid, start=start, popen=None, pidfd=pidfd)

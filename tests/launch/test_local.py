@@ -1,0 +1,201 @@
+"""The local launcher with real minders and real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import trio
+
+from pysched.launch.base import AttemptSpec, ExitStatus
+from pysched.launch.local import LocalAttempt, LocalLauncher
+
+SECRET = "s3cret-value-71ab"
+
+
+def make_spec(script: str | None = None, *, n: int = 1, attempt: int = 1, **kw) -> AttemptSpec:
+    argv = kw.pop("argv", ("/bin/sh", "-c", script))
+    return AttemptSpec(
+        run_id=f"job.2026-10-19.{n}",
+        job="job",
+        run_date=date(2026, 10, 19),
+        attempt=attempt,
+        argv=argv,
+        scheduled_for=datetime(2026, 10, 19, 9, tzinfo=UTC),
+        **kw,
+    )
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    return LocalLauncher(tmp_path / "logs", base_env={"PATH": os.environ["PATH"]})
+
+
+def out_of(launcher: LocalLauncher, spec: AttemptSpec) -> str:
+    folder = launcher.log_dir / spec.job / spec.run_date.isoformat()
+    return (folder / f"{spec.run_id}.{spec.attempt}.out").read_text()
+
+
+def minder_alive(info) -> bool:
+    try:
+        os.kill(info["minder_pid"], 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{info['minder_pid']}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
+
+
+@pytest.mark.parametrize(
+    ("script", "code", "sig"),
+    [("exit 0", 0, None), ("exit 3", 3, None), ("kill -TERM $$", None, 15)],
+    ids=["success", "failure", "signal"],
+)
+async def test_start_and_wait(launcher, script, code, sig):
+    handle = await launcher.start(make_spec(script))
+    assert set(handle.info) == {"minder_pid", "minder_start", "note"}
+    status = await handle.wait()
+    assert (status.exit_code, status.signal) == (code, sig)
+    assert status.succeeded == (code == 0)
+    assert status.ended_at is not None
+    assert status.message
+    assert await handle.wait() == status  # a second wait answers at once
+
+
+async def test_env_and_cwd_reach_the_command(launcher, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = make_spec(
+        'echo "$PYSCHED_RUN_ID $TOKEN"; pwd',
+        env={"PYSCHED_RUN_ID": "job.2026-10-19.1", "TOKEN": SECRET},
+        cwd=work,
+    )
+    status = await (await launcher.start(spec)).wait()
+    assert status.exit_code == 0
+    assert out_of(launcher, spec) == f"job.2026-10-19.1 {SECRET}\n{work}\n"
+    folder = launcher.log_dir / "job" / "2026-10-19"
+    for name in ("job.2026-10-19.1.1.note.json", "job.2026-10-19.1.1.started.json"):
+        assert SECRET not in (folder / name).read_text()
+
+
+async def test_secrets_stay_off_the_minders_command_line(launcher):
+    handle = await launcher.start(make_spec("sleep 0.2", env={"TOKEN": SECRET}))
+    cmdline = Path(f"/proc/{handle.info['minder_pid']}/cmdline").read_bytes()
+    assert SECRET.encode() not in cmdline
+    assert (await handle.wait()).exit_code == 0
+
+
+async def test_a_missing_program_ends_with_a_message(launcher):
+    status = await (await launcher.start(make_spec(argv=("/no/such/program",)))).wait()
+    assert (status.exit_code, status.signal) == (None, None)
+    assert not status.succeeded
+    assert "cannot start" in status.message
+
+
+async def test_kill_sends_sigterm_to_the_group(launcher):
+    handle = await launcher.start(make_spec("sleep 30"))
+    with trio.fail_after(5):
+        await handle.kill(timedelta(seconds=5))
+        status = await handle.wait()
+    assert status.signal == signal.SIGTERM
+
+
+async def test_kill_escalates_to_sigkill_after_the_grace(launcher):
+    handle = await launcher.start(make_spec("trap '' TERM; sleep 30"))
+    begun = trio.current_time()
+    with trio.fail_after(5):
+        await handle.kill(timedelta(seconds=0.3))
+        status = await handle.wait()
+    assert status.signal == signal.SIGKILL
+    assert trio.current_time() - begun >= 0.3
+
+
+async def test_kill_after_the_end_does_nothing(launcher):
+    handle = await launcher.start(make_spec("exit 0"))
+    status = await handle.wait()
+    await handle.kill(timedelta(seconds=1))
+    assert await handle.wait() == status
+
+
+async def test_fifty_concurrent_starts_all_succeed_in_few_batches(launcher, monkeypatch):
+    batches: list[int] = []
+    spawn_all = launcher._spawn_all
+
+    def counting(batch):
+        batches.append(len(batch))
+        spawn_all(batch)
+
+    monkeypatch.setattr(launcher, "_spawn_all", counting)
+    results: dict[int, ExitStatus] = {}
+
+    async def one(n: int) -> None:
+        handle = await launcher.start(make_spec(f"echo {n}", n=n))
+        results[n] = await handle.wait()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for n in range(50):
+                nursery.start_soon(one, n)
+    assert sorted(results) == list(range(50))
+    assert all(status.exit_code == 0 for status in results.values())
+    assert sum(batches) == 50
+    assert len(batches) < 50  # bursts share worker threads
+    assert out_of(launcher, make_spec("", n=17)) == "17\n"
+
+
+async def test_cancelled_wait_leaves_it_running_and_recover_adopts_it(launcher, tmp_path):
+    spec = make_spec("sleep 0.5; exit 7")
+    handle = await launcher.start(spec)
+    with trio.move_on_after(0.05):
+        await handle.wait()
+    assert minder_alive(handle.info)
+    # A new launcher, as after a restart.
+    found = await LocalLauncher(tmp_path / "logs").recover(spec, dict(handle.info))
+    assert isinstance(found, LocalAttempt)
+    with trio.fail_after(5):
+        status = await found.wait()
+    assert status.exit_code == 7
+    assert status.ended_at is not None
+
+
+async def test_recover_adopts_from_the_started_file_when_info_is_missing(launcher, tmp_path):
+    spec = make_spec("sleep 0.3; exit 2")
+    handle = await launcher.start(spec)
+    started = launcher.log_dir / "job" / "2026-10-19" / "job.2026-10-19.1.1.started.json"
+    with trio.fail_after(5):
+        while not started.exists():
+            await trio.sleep(0.01)
+    found = await LocalLauncher(tmp_path / "logs").recover(spec, {})
+    assert isinstance(found, LocalAttempt)
+    assert found.info["minder_pid"] == handle.info["minder_pid"]
+    with trio.fail_after(5):
+        assert (await found.wait()).exit_code == 2
+
+
+async def test_recover_after_the_end_reads_the_note(launcher, tmp_path):
+    spec = make_spec("exit 5")
+    handle = await launcher.start(spec)
+    ended = await handle.wait()
+    again = LocalLauncher(tmp_path / "logs")
+    for info in (dict(handle.info), {}):
+        found = await again.recover(spec, info)
+        assert isinstance(found, ExitStatus)
+        assert (found.exit_code, found.ended_at) == (5, ended.ended_at)
+
+
+async def test_recover_with_nothing_is_none(launcher):
+    assert await launcher.recover(make_spec("exit 0"), {}) is None
+
+
+async def test_a_reused_pid_is_not_taken_for_the_minder(launcher, tmp_path):
+    # A live process (this one) whose start time does not match the minder's.
+    me = Path("/proc/self/stat").read_text()
+    start = int(me[me.rfind(")") + 2 :].split()[19])
+    info = {
+        "minder_pid": os.getpid(),
+        "minder_start": start + 1,
+        "note": str(tmp_path / "x.note.json"),
+    }
+    assert await launcher.recover(make_spec("exit 0"), info) is None
