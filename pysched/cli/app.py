@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pysched.cli import offline, store_commands
+from pysched.cli import offline, serve_command, store_commands
 
 app = typer.Typer(
     name="pysched",
@@ -17,6 +17,7 @@ app = typer.Typer(
 cron_app = typer.Typer(help="Work with cron expressions.", no_args_is_help=True)
 store_app = typer.Typer(help="Work with the journal in a state dir.", no_args_is_help=True)
 
+app.command("serve")(serve_command.serve_command)
 app.command("validate")(offline.validate)
 app.command("forecast")(offline.forecast_command)
 app.command("calendar")(offline.calendar_command)

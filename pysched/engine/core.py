@@ -713,6 +713,9 @@ class EngineCore:
         kill_reason = watch.kill_reason if watch is not None else None
         if work.start_error is not None:
             outcome, message = AttemptOutcome.START_FAILED, work.start_error
+        elif status is not None and status.exit_code is None and status.signal is None:
+            # the launcher ran, the command never did (no such program, a bad cwd)
+            outcome, message = AttemptOutcome.START_FAILED, status.message
         elif status is None:
             outcome, message = AttemptOutcome.LOST, "the attempt vanished while unwatched"
         elif isinstance(kill_reason, AttemptOutcome):

@@ -42,7 +42,8 @@ class AttemptSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExitStatus:
-    """How a command ended: ``exit_code`` for a normal exit, ``signal`` when a signal ended it.
+    """How a command ended: ``exit_code`` for a normal exit, ``signal`` when a signal ended it,
+    neither when it could not be started at all (``message`` says why).
 
     ``ended_at`` is when it ended if the launcher knows better than the engine's clock (a
     minder's note read after a restart); otherwise None and the engine uses its clock.
@@ -79,8 +80,10 @@ class AttemptHandle(Protocol):
 
 
 class Launcher(Protocol):
-    """Starts attempts. ``start`` returns once the command is really started (or raises
-    ``OSError``/``LaunchError``-like errors, which the engine records as a failed start)."""
+    """Starts attempts. ``start`` returns once whatever watches the command exists (the
+    minder); it may raise ``OSError`` if even that cannot start. A command that cannot start
+    comes back from ``wait`` as an ``ExitStatus`` with neither code nor signal; the engine
+    records either as a failed start."""
 
     async def start(self, spec: AttemptSpec) -> AttemptHandle: ...
 
