@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from pysched.launch.base import AttemptSpec, ExitStatus
+from pysched.launch.base import NOT_STARTED, AttemptSpec, ExitStatus, NotStarted
 from pysched.timing.clock import Clock
 
 __all__ = ["FakeLauncher", "StartedAttempt"]
@@ -134,12 +134,14 @@ class FakeLauncher:
 
     async def recover(
         self, spec: AttemptSpec, info: Mapping[str, Any]
-    ) -> _FakeProcess | ExitStatus | None:
+    ) -> _FakeProcess | ExitStatus | NotStarted | None:
         await trio.lowlevel.checkpoint()
         process = self._processes.get((spec.run_id, spec.attempt))
-        if process is None:
-            return None
-        return process.status() or process
+        if process is not None:
+            return process.status() or process
+        if not any(s.run_id == spec.run_id and s.attempt == spec.attempt for s in self.started):
+            return NOT_STARTED
+        return None  # started once, gone without a trace (``_processes`` cleared: a reboot)
 
     def attempts_of(self, run_id: str) -> list[StartedAttempt]:
         return [s for s in self.started if s.run_id == run_id]

@@ -51,7 +51,7 @@ from pysched.engine.work import (
     Work,
 )
 from pysched.errors import EngineStopped, PyschedError, StoreError, TemplateError
-from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher
+from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher, NotStarted
 from pysched.store import Record
 from pysched.timing.clock import Clock
 from pysched.timing.run_dates import run_date_for
@@ -667,6 +667,11 @@ class EngineCore:
 
     async def _adopt(self, run_id: str, spec: AttemptSpec, attempt: Attempt, watch: _Watch) -> None:
         found = await self.launcher.recover(spec, attempt.info)
+        if isinstance(found, NotStarted):
+            self._post(
+                AttemptEnded(run_id=run_id, number=watch.number, status=None, never_started=True)
+            )
+            return
         if found is None or isinstance(found, ExitStatus):
             self._post(AttemptEnded(run_id=run_id, number=watch.number, status=found))
             return
@@ -706,6 +711,13 @@ class EngineCore:
             self._slots.release(watch.pool)
             self._dispatch_wanted = True
         if run is None or run.state is not RunState.RUNNING:
+            return
+        if work.never_started:
+            # journaled as starting, never begun: start it now, under the same number, once
+            self._touch(run)
+            run.attempts.pop()
+            self._move(run, RunState.QUEUED, "its start was interrupted by a restart")
+            self._enqueue(run)
             return
         job = watch.job if watch is not None else self.config.jobs.get(run.job)
         status = work.status

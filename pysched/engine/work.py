@@ -37,6 +37,8 @@ class AttemptEnded:
     status: ExitStatus | None
     """None: the attempt vanished (lost), or never started when ``start_error`` is set."""
     start_error: str | None = None
+    never_started: bool = False
+    """The launcher proved the attempt never began (the scheduler stopped in between)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

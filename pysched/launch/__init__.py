@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher
+from pysched.launch.base import (
+    NOT_STARTED,
+    AttemptHandle,
+    AttemptSpec,
+    ExitStatus,
+    Launcher,
+    NotStarted,
+)
 
-__all__ = ["AttemptHandle", "AttemptSpec", "ExitStatus", "Launcher"]
+__all__ = ["NOT_STARTED", "AttemptHandle", "AttemptSpec", "ExitStatus", "Launcher", "NotStarted"]

@@ -10,8 +10,8 @@ against all of them.
 Recovery: after a restart the engine asks ``recover(spec, info)`` about each attempt the journal
 says was running. ``info`` is whatever the handle's ``info`` held when the attempt started (pids,
 process start times, a note's path). The launcher answers with a handle to adopt, the way the
-attempt ended while nobody watched, or ``None`` when it vanished without a trace (the engine
-records it as ``lost``).
+attempt ended while nobody watched, ``NOT_STARTED`` when it provably never began (the engine
+starts it then, once), or ``None`` when it vanished (the engine records it as ``lost``).
 """
 
 from __future__ import annotations
@@ -59,6 +59,16 @@ class ExitStatus:
         return self.exit_code == 0 and self.signal is None
 
 
+@dataclass(frozen=True, slots=True)
+class NotStarted:
+    """``recover``'s answer when the launcher can tell the attempt never began: nothing of it
+    was ever spawned (the scheduler stopped between journaling the start and starting it).
+    The engine then starts it, once, under the same attempt number."""
+
+
+NOT_STARTED = NotStarted()
+
+
 class AttemptHandle(Protocol):
     """A started attempt.
 
@@ -89,4 +99,4 @@ class Launcher(Protocol):
 
     async def recover(
         self, spec: AttemptSpec, info: Mapping[str, Any]
-    ) -> AttemptHandle | ExitStatus | None: ...
+    ) -> AttemptHandle | ExitStatus | NotStarted | None: ...

@@ -37,7 +37,7 @@ from typing import Any
 import trio
 
 from pysched.launch import minder
-from pysched.launch.base import AttemptSpec, ExitStatus
+from pysched.launch.base import NOT_STARTED, AttemptSpec, ExitStatus, NotStarted
 
 __all__ = ["LocalAttempt", "LocalLauncher"]
 
@@ -106,6 +106,10 @@ class _Paths:
     err: Path
     started: Path
     note: Path
+
+    @property
+    def spawned(self) -> Path:
+        return self.note.with_name(self.note.name.removesuffix(".note.json") + ".spawned")
 
     @classmethod
     def of(cls, log_dir: Path, spec: AttemptSpec) -> _Paths:
@@ -252,6 +256,9 @@ class _Spawn:
     """One queued minder start and, once the worker thread is done, its outcome."""
 
     job: bytes
+    marker: Path
+    """Written just before the minder is spawned: without it, recovery knows the attempt never
+    began."""
     result: tuple[subprocess.Popen[bytes], FileIO | None, int | None] | None = None
     error: OSError | None = None
     done: trio.Event = field(default_factory=trio.Event)
@@ -300,7 +307,7 @@ class LocalLauncher:
             "started": str(paths.started),
             "note": str(paths.note),
         }
-        request = _Spawn(job=json.dumps(job).encode())
+        request = _Spawn(job=json.dumps(job).encode(), marker=paths.spawned)
         self._queue.append(request)
         with trio.CancelScope(shield=True):
             if self._draining:
@@ -332,6 +339,8 @@ class LocalLauncher:
         """Runs in a worker thread: spawn each minder and hand it its job."""
         for request in batch:
             try:
+                request.marker.parent.mkdir(parents=True, exist_ok=True)
+                request.marker.touch()
                 request.result = self._spawn_one(request.job)
             except OSError as exc:
                 request.error = exc
@@ -354,9 +363,10 @@ class LocalLauncher:
 
     async def recover(
         self, spec: AttemptSpec, info: Mapping[str, Any]
-    ) -> LocalAttempt | ExitStatus | None:
+    ) -> LocalAttempt | ExitStatus | NotStarted | None:
         """After a restart: the note's status if the attempt ended, a handle adopting its
-        still-running minder, or None if it vanished.
+        still-running minder, ``NOT_STARTED`` if no minder was ever spawned for it, or None if
+        it vanished.
 
         A minder is adopted only if a live process has its pid AND its start time, so a pid
         reused by another process is never mistaken for it.
@@ -381,7 +391,19 @@ class LocalLauncher:
                 return handle
         # It may have ended between the first look and now.
         note = await trio.to_thread.run_sync(_read_json, paths.note)
-        return _status_from_note(note) if note is not None else None
+        if note is not None:
+            return _status_from_note(note)
+        if not derived.spawned.exists():
+            return NOT_STARTED  # nothing was ever spawned: safe to start it, once
+        if started is None:
+            # spawned, but its minder has not written its started file: it may still be
+            # starting up (a restart can be quick); give it a moment before calling it lost
+            for _ in range(40):
+                await trio.sleep(0.05)
+                again = await trio.to_thread.run_sync(_read_json, derived.started)
+                if again is not None:
+                    return await self.recover(spec, info)
+        return None
 
     def _adopt(self, paths: _Paths, pid: int, start: int) -> LocalAttempt | None:
         if not _alive(pid, start):

@@ -182,3 +182,23 @@ async def test_trigger_older_than_history_is_refused(
             await engine.trigger("a", date(2026, 10, 1))
         run = await engine.trigger("a", date(2026, 10, 10))
         assert run.run_id == "a.2026-10-10.1"
+
+
+async def test_attempt_journaled_but_never_started_is_started_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(hourly("latest")), durations={"tick": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        assert states(engine) == {"tick.2026-10-19.1": "running"}
+    # the scheduler died after journaling the start and before spawning anything: a launcher
+    # that has no trace of attempt 1 (a new FakeLauncher) says so
+    from pysched.testing import FakeLauncher
+
+    h.launcher = FakeLauncher(h.clock, durations={"tick": timedelta(minutes=10)})
+    async with h.engine(store=h.store.reopen()) as engine:
+        await h.advance(engine, minutes=15)
+        run = engine.book.get("tick.2026-10-19.1")
+        assert run.state is RunState.SUCCEEDED
+        assert [a.number for a in run.attempts] == [1]
+        assert [(s.run_id, s.attempt) for s in h.launcher.started] == [("tick.2026-10-19.1", 1)]

@@ -13,7 +13,14 @@ import pytest
 import trio
 import trio.testing
 
-from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher
+from pysched.launch.base import (
+    NOT_STARTED,
+    AttemptHandle,
+    AttemptSpec,
+    ExitStatus,
+    Launcher,
+    NotStarted,
+)
 from pysched.launch.local import LocalLauncher
 from pysched.testing import FakeLauncher
 from pysched.timing import FakeClock
@@ -102,11 +109,12 @@ async def test_recover_adopts_a_running_attempt(subject: Subject, launch_clock: 
     with trio.move_on_after(0.3):
         await handle.wait()  # stop watching: the attempt keeps running
     found = await subject.launcher.recover(subject.spec("slow", 1), handle.info)
-    assert found is not None and not isinstance(found, ExitStatus)
+    assert found is not None and not isinstance(found, ExitStatus | NotStarted)
     await found.kill(timedelta(seconds=2))
     with trio.fail_after(60):
         assert (await found.wait()).signal is not None
 
 
-async def test_recover_with_no_trace_is_none(subject: Subject, launch_clock: Any) -> None:
-    assert await subject.launcher.recover(subject.spec("ok", 9), {}) is None
+async def test_recover_of_an_attempt_never_started(subject: Subject, launch_clock: Any) -> None:
+    # journaled as starting, but the scheduler stopped before it spawned anything
+    assert await subject.launcher.recover(subject.spec("ok", 9), {}) is NOT_STARTED

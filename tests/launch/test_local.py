@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from pysched.launch.base import AttemptSpec, ExitStatus
-from pysched.launch.local import LocalAttempt, LocalLauncher
+from pysched.launch.base import NOT_STARTED, AttemptSpec, ExitStatus
+from pysched.launch.local import LocalAttempt, LocalLauncher, _Paths
 
 SECRET = "s3cret-value-71ab"
 
@@ -185,8 +185,17 @@ async def test_recover_after_the_end_reads_the_note(launcher, tmp_path):
         assert (found.exit_code, found.ended_at) == (5, ended.ended_at)
 
 
-async def test_recover_with_nothing_is_none(launcher):
-    assert await launcher.recover(make_spec("exit 0"), {}) is None
+async def test_recover_with_nothing_spawned_is_not_started(launcher):
+    assert await launcher.recover(make_spec("exit 0"), {}) is NOT_STARTED
+
+
+async def test_recover_spawned_but_gone_is_none(launcher):
+    spec = make_spec("exit 0")
+    marker = _Paths.of(launcher.log_dir, spec).spawned
+    marker.parent.mkdir(parents=True)
+    marker.touch()  # a minder was spawned, and left no started file, no note: it vanished
+    with trio.fail_after(10):
+        assert await launcher.recover(spec, {}) is None
 
 
 async def test_a_reused_pid_is_not_taken_for_the_minder(launcher, tmp_path):
@@ -198,4 +207,9 @@ async def test_a_reused_pid_is_not_taken_for_the_minder(launcher, tmp_path):
         "minder_start": start + 1,
         "note": str(tmp_path / "x.note.json"),
     }
-    assert await launcher.recover(make_spec("exit 0"), info) is None
+    spec = make_spec("exit 0")
+    marker = _Paths.of(launcher.log_dir, spec).spawned
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    with trio.fail_after(10):
+        assert await launcher.recover(spec, info) is None

@@ -1,0 +1,216 @@
+"""200 ``sleep 1`` attempts made ready at once, through the engine with real minders.
+
+The engine runs on the real clock with a disk journal (fsync on) and the local launcher: each
+attempt is a minder process (``python -I -S minder.py -``) that runs ``sleep 1`` (argv, no
+shell). All 200 jobs are triggered in one burst (200 concurrent ``engine.trigger`` calls);
+``scheduler.max_running`` is 250 so no cap holds anything back.
+
+Figures (last line, JSON):
+- ``wall_s``: from the burst until the book shows all 200 runs succeeded (polled every 10 ms);
+- ``floor_s``: the same 200 ``sleep 1`` commands spawned by a bare trio script
+  (``trio.run_process`` x200 in one nursery), until all have exited; measured in the same run;
+- ``ratio``: ``wall_s / floor_s`` (goal ≤ 1.25);
+- ``peak_alive``: the most ``sleep`` commands alive at one instant, from the minders' own
+  ``started_at`` (just before the command's spawn) and ``ended_at`` (just after its exit)
+  timestamps, so it costs the loop nothing while measuring (goal ≥ 190);
+- ``lag_p50_ms`` / ``lag_p99_ms`` / ``lag_max_ms``: lateness of a 10 ms ticker task on the
+  engine's trio loop during the burst (``trio.sleep_until(t + 0.01)``, lateness = actual wake
+  - intended, goal p99 ≤ 5 ms); ``floor_lag_p99_ms`` is the same ticker beside the bare floor.
+
+Run: ``uv run python tests/bench/bench_concurrency.py [--jobs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import trio
+
+from pysched.config import parse_config
+from pysched.engine import RunState, open_engine
+from pysched.launch.local import LocalLauncher
+from pysched.store import Store
+from pysched.timing.clock import RealClock
+
+TICK = 0.01
+
+
+def config_text(jobs: int) -> str:
+    lines = ["scheduler:", "  max_running: 250", "jobs:"]
+    for i in range(jobs):
+        # every job needs a schedule or a dependency: one that never fires during the bench
+        lines += [f"  s{i:03d}:", '    schedule: "0 0 1 1 *"', '    command: [sleep, "1"]']
+    return "\n".join(lines) + "\n"
+
+
+class Ticker:
+    """A task waking every 10 ms and writing down how late each wake was, in ms."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+
+    async def run(self) -> None:
+        while True:
+            intended = trio.current_time() + TICK
+            await trio.sleep_until(intended)
+            self.lags.append((trio.current_time() - intended) * 1000)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def peak_overlap(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals holding at one instant (an end at t comes before a start at t)."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    alive = peak = 0
+    for _, step in events:
+        alive += step
+        peak = max(peak, alive)
+    return peak
+
+
+async def floor(jobs: int) -> dict:
+    ticker = Ticker()
+    intervals: list[tuple[float, float]] = []
+
+    async def one() -> None:
+        started = time.time()
+        await trio.run_process(["sleep", "1"])
+        intervals.append((started, time.time()))
+
+    async with trio.open_nursery() as outer:
+        outer.start_soon(ticker.run)
+        t0 = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(jobs):
+                nursery.start_soon(one)
+        wall = time.perf_counter() - t0
+        outer.cancel_scope.cancel()
+    return {"wall_s": wall, "peak": peak_overlap(intervals), "lags": ticker.lags}
+
+
+def read_interval(log_dir: Path, run_id: str, job: str, run_date: str) -> tuple[float, float]:
+    note = json.loads((log_dir / job / run_date / f"{run_id}.1.note.json").read_text())
+    start = datetime.fromisoformat(note["started_at"]).timestamp()
+    return start, datetime.fromisoformat(note["ended_at"]).timestamp()
+
+
+async def through_engine(jobs: int, tmp: Path) -> dict:
+    config = parse_config(config_text(jobs), tmp / "bench.yaml", {})
+    log_dir = tmp / "logs"
+    store = Store.open(tmp / "state", sync=True)
+    launcher = LocalLauncher(log_dir)
+    names = list(config.jobs)
+    ticker = Ticker()
+    peak_running = 0
+    async with open_engine(config, store, clock=RealClock(), launcher=launcher) as engine:
+        await trio.sleep(0.3)  # let start-up (watermarks, first commit) finish before the burst
+        run_ids: list[str] = []
+
+        async def trigger(name: str) -> None:
+            run = await engine.trigger(name)
+            run_ids.append(run.run_id)
+
+        async with trio.open_nursery() as outer:
+            outer.start_soon(ticker.run)
+            t0 = time.perf_counter()
+            async with trio.open_nursery() as burst:
+                for name in names:
+                    burst.start_soon(trigger, name)
+            while True:
+                runs = list(engine.book)
+                running = sum(1 for run in runs if run.state is RunState.RUNNING)
+                peak_running = max(peak_running, running)
+                if all(run.state.finished for run in runs) and len(runs) == jobs:
+                    break
+                await trio.sleep(TICK)
+            wall = time.perf_counter() - t0
+            outer.cancel_scope.cancel()
+        states: dict[str, int] = {}
+        for run in engine.book:
+            states[run.state.value] = states.get(run.state.value, 0) + 1
+        dates = {run.run_id: (run.job, run.run_date.isoformat()) for run in engine.book}
+        error = engine.error
+    intervals = await trio.to_thread.run_sync(
+        lambda: [read_interval(log_dir, rid, *dates[rid]) for rid in run_ids]
+    )
+    return {
+        "wall_s": wall,
+        "states": states,
+        "peak": peak_overlap(intervals),
+        "peak_running": peak_running,
+        "lags": ticker.lags,
+        "error": error,
+    }
+
+
+async def main_async(jobs: int) -> None:
+    print(f"{jobs} jobs of `sleep 1`, ready at once, real clock, disk journal with fsync")
+    bare = await floor(jobs)
+    print(
+        f"floor (bare trio.run_process x{jobs}): {bare['wall_s']:.3f} s, "
+        f"peak {bare['peak']} alive, ticker p99 {percentile(bare['lags'], 0.99):.1f} ms"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        result = await through_engine(jobs, Path(tmp))
+    lags = result["lags"]
+    p50, p99, worst = percentile(lags, 0.5), percentile(lags, 0.99), max(lags, default=0.0)
+    print(
+        f"engine: {result['wall_s']:.3f} s until all finished; states {result['states']}; "
+        f"error {result['error']}"
+    )
+    print(
+        f"engine: peak {result['peak']} commands alive (minder timestamps), "
+        f"peak {result['peak_running']} runs in state running (book, polled every 10 ms)"
+    )
+    print(
+        f"ticker during the burst: {len(lags)} wakes, p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
+        f"max {worst:.2f} ms, mean {statistics.fmean(lags) if lags else 0:.2f} ms"
+    )
+    ratio = result["wall_s"] / bare["wall_s"]
+    goals = [
+        ("wall ≤ 1.25 × floor", ratio <= 1.25, f"ratio {ratio:.3f}"),
+        ("peak alive ≥ 190", result["peak"] >= 190, f"peak {result['peak']}"),
+        ("ticker p99 ≤ 5 ms", p99 <= 5, f"p99 {p99:.2f} ms"),
+    ]
+    for goal, met, figure in goals:
+        print(f"goal {goal}: {'met' if met else 'NOT met'} ({figure})")
+    print(
+        json.dumps(
+            {
+                "jobs": jobs,
+                "wall_s": round(result["wall_s"], 3),
+                "floor_s": round(bare["wall_s"], 3),
+                "ratio": round(ratio, 3),
+                "peak_alive": result["peak"],
+                "peak_running_book": result["peak_running"],
+                "lag_p50_ms": round(p50, 2),
+                "lag_p99_ms": round(p99, 2),
+                "lag_max_ms": round(worst, 2),
+                "floor_peak_alive": bare["peak"],
+                "floor_lag_p99_ms": round(percentile(bare["lags"], 0.99), 2),
+                "succeeded": result["states"].get("succeeded", 0),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=200)
+    args = parser.parse_args()
+    trio.run(main_async, args.jobs)
+
+
+if __name__ == "__main__":
+    main()
