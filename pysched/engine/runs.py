@@ -58,7 +58,7 @@ TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     ),
     _S.WAITING: frozenset({_S.QUEUED, _S.BLOCKED, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
     _S.BLOCKED: frozenset({_S.WAITING, _S.QUEUED, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
-    _S.QUEUED: frozenset({_S.RUNNING, _S.WAITING, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.SKIPPED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
     # running -> queued only on recovery: the attempt was journaled as starting, never began
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.LOST, _S.CANCELLED, _S.QUEUED}),
     _S.RETRYING: frozenset({_S.QUEUED, _S.HELD, _S.CANCELLED, _S.SUCCEEDED}),
