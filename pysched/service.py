@@ -14,7 +14,6 @@ import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import trio
 
@@ -122,7 +121,3 @@ def configure_logging(level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-
-
-def state_dir_of(config: Config) -> Path:
-    return config.scheduler.state_dir

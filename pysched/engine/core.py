@@ -23,7 +23,7 @@ import heapq
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -1009,9 +1009,6 @@ class EngineCore:
         handle = watch.handle
         if handle is not None:
             self._effects.append(lambda: self._spawn(handle.kill, self.kill_grace))
-
-    def _iter_jobs(self, names: Iterable[str]) -> list[Job]:
-        return [self.config.jobs[name] for name in names if name in self.config.jobs]
 
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)

@@ -1,9 +1,10 @@
 """The local launcher: each attempt runs under its own minder process on this machine.
 
 ``LocalLauncher.start`` spawns ``python -I -S minder.py -`` and hands it the job (argv, the full
-env, cwd, file paths) as JSON on its standard input, so secrets never reach a command line or a
-file. The minder starts the command in its own process group, writes a ``started`` file, waits,
-and writes a note saying how it ended (see ``pysched.launch.minder``). Files of attempt ``n`` of
+env, cwd, file paths) marshal-encoded on its standard input, so secrets never reach a command
+line or a file. The minder starts the command in its own process group, writes a ``started``
+file, waits, and writes a note saying how it ended (see ``pysched.launch.minder``). Files of
+attempt ``n`` of
 run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
 
     j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import marshal
 import logging
 import os
 import signal
@@ -307,7 +309,8 @@ class LocalLauncher:
             "started": str(paths.started),
             "note": str(paths.note),
         }
-        request = _Spawn(job=json.dumps(job).encode(), marker=paths.spawned)
+        # marshal, not JSON: the minder reads it without importing json (start-up time).
+        request = _Spawn(job=marshal.dumps(job), marker=paths.spawned)
         self._queue.append(request)
         with trio.CancelScope(shield=True):
             if self._draining:

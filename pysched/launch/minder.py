@@ -4,9 +4,9 @@ Standard library only, and nothing of the ``pysched`` package: the local launche
 by path as ``python -I -S minder.py -`` (isolated, no ``site``), which starts in a few
 milliseconds instead of the tens a full interpreter with site-packages takes.
 
-The job arrives as one JSON object, on standard input when the argument is ``-`` (what the
-launcher does, so secrets in ``env`` appear neither in ``/proc/<pid>/cmdline`` nor on disk) or
-as the argument itself::
+The job arrives on standard input when the argument is ``-`` (what the launcher does, so secrets
+in ``env`` appear neither in ``/proc/<pid>/cmdline`` nor on disk), encoded with ``marshal`` (a
+JSON object is accepted there too), or as a JSON object in the argument itself::
 
     {"argv": [...], "env": {...}, "cwd": "..." | null,
      "stdout": ".../<run_id>.<n>.out", "stderr": ".../<run_id>.<n>.err",
@@ -36,24 +36,31 @@ It ignores SIGHUP and SIGINT (a closing terminal must not end the attempt) with 
 rather than SIG_IGN, so the command does not inherit them ignored; SIGTERM is forwarded to the
 command's process group (the launcher normally signals the group itself). Env values are never
 written anywhere by the minder: not in the note, the started file, or its own output.
+
+Start-up is most of a short attempt's cost, so the minder imports only modules built into the
+interpreter or already loaded when it starts (``os``, ``sys``, ``time``, ``_signal``, ``errno``,
+``marshal``): no ``json``, ``subprocess``, ``datetime`` or ``contextlib``. It forks and execs the
+command itself (an exec failure comes back through a close-on-exec pipe, as in ``subprocess``)
+and writes its two small JSON files with a writer of its own, byte for byte what
+``json.dumps(..., separators=(",", ":"))`` writes.
 """
 
-from __future__ import annotations
-
-import contextlib
-import json
+import errno
+import marshal
 import os
-import signal
-import subprocess
 import sys
-from datetime import UTC, datetime
+import time
 
-# pathlib and typing cost milliseconds of start-up that every attempt would pay: the minder
-# uses os.path, and imports typing only for the type checker.
+# ``signal`` imports ``enum`` (milliseconds); ``_signal``, built in and already loaded, has all
+# the minder needs. pathlib and typing likewise cost milliseconds of start-up that every attempt
+# would pay: the minder uses os.path, and imports typing only for the type checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal as _signal
     from types import FrameType
     from typing import Any
+else:
+    import _signal
 
 NOTE_VERSION = 1
 
@@ -73,13 +80,56 @@ def proc_start_ticks(pid: int | str) -> int | None:
         return None
 
 
-def write_atomically(path: str, payload: dict[str, Any]) -> None:
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
+_ESCAPES["\f"] = "\\f"
+
+
+def _json_str(text: str) -> str:
+    """``text`` as a JSON string, escaped as ``json.dumps`` does (``ensure_ascii``)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    parts = ['"']
+    for ch in text:
+        if " " <= ch <= "~":
+            parts.append(_ESCAPES.get(ch, ch))
+        elif ch in _ESCAPES:
+            parts.append(_ESCAPES[ch])
+        else:
+            n = ord(ch)
+            if n > 0xFFFF:  # a surrogate pair, as json writes it
+                n -= 0x10000
+                parts.append(f"\\u{0xD800 | (n >> 10):04x}\\u{0xDC00 | (n & 0x3FF):04x}")
+            else:
+                parts.append(f"\\u{n:04x}")
+    parts.append('"')
+    return "".join(parts)
+
+
+def _json_value(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _json_str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _dumps(payload: "dict[str, Any]") -> str:
+    """Like ``json.dumps(payload, separators=(",", ":"))`` for a flat object of int/str/None."""
+    items = [f"{_json_str(key)}:{_json_value(value)}" for key, value in payload.items()]
+    return "{" + ",".join(items) + "}"
+
+
+def write_atomically(path: str, payload: "dict[str, Any]") -> None:
     """Write ``payload`` as JSON to ``path`` so a reader sees all of it or nothing."""
     folder_path, name = os.path.split(path)
     os.makedirs(folder_path or ".", exist_ok=True)
     tmp = os.path.join(folder_path, f".{name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        f.write(json.dumps(payload, separators=(",", ":")).encode())
+        f.write(_dumps(payload).encode())
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -91,20 +141,161 @@ def write_atomically(path: str, payload: dict[str, Any]) -> None:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat()
+    """Now in UTC as ``datetime.now(UTC).isoformat()`` writes it (microseconds, floored)."""
+    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    t = time.gmtime(seconds)
+    stamp = (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+    )
+    return f"{stamp}.{micros:06d}+00:00" if micros else f"{stamp}+00:00"
 
 
-def _read_job(args: list[str]) -> dict[str, Any]:
+def _read_job(args: list[str]) -> "dict[str, Any]":
     if len(args) != 1:
         raise ValueError("usage: minder.py -|JSON")
-    text = sys.stdin.buffer.read().decode() if args[0] == "-" else args[0]
-    job = json.loads(text)
+    if args[0] == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            job = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            if not data.lstrip()[:1] == b"{":
+                raise
+            job = _loads_json(data.decode())  # a JSON object on stdin is accepted too
+    else:
+        job = _loads_json(args[0])
     if not isinstance(job, dict):
         raise TypeError("the job must be a JSON object")
     return job  # pyright: ignore[reportUnknownVariableType]
 
 
-def run(job: dict[str, Any]) -> int:
+def _loads_json(text: str) -> object:
+    import json  # only here: the launcher sends marshal, and json costs ~15 ms to import
+
+    return json.loads(text)
+
+
+def _executables(program: str, env: dict[str, str]) -> list[str]:
+    """Where to look for ``program``: itself if it names a folder, else each ``PATH`` entry."""
+    if os.path.dirname(program):
+        return [program]
+    path = env.get("PATH")
+    if path is None:
+        path = os.defpath
+    return [os.path.join(folder, program) for folder in path.split(os.pathsep)]
+
+
+def _check_exec_args(argv: list[str], env: dict[str, str]) -> None:
+    """Raise, before forking, the ``ValueError`` that ``subprocess.Popen`` would."""
+    for key, value in env.items():
+        if "=" in key:
+            raise ValueError("illegal environment variable name")
+        if "\0" in key or "\0" in value:
+            raise ValueError("embedded null byte")
+    for arg in argv:
+        if "\0" in arg:
+            raise ValueError("embedded null byte")
+
+
+def _child(
+    argv: list[str], env: dict[str, str], cwd: str | None, out_fd: int, err_fd: int, report: int
+) -> None:
+    """In the forked child: become the command, or report why not on ``report`` and exit 127."""
+    step = b"exec"
+    try:
+        for signum in (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT, _signal.SIGPIPE):
+            _signal.signal(signum, _signal.SIG_DFL)
+        if hasattr(_signal, "SIGXFSZ"):
+            _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
+        step = b"noexec"
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for name in os.listdir("/proc/self/fd"):  # close_fds, as subprocess does
+            fd = int(name)
+            if fd > 2 and fd != report:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if cwd is not None:
+            step = b"chdir"
+            os.chdir(cwd)
+        step = b"exec"
+        saved = 0
+        for executable in _executables(argv[0], env):
+            try:
+                os.execve(executable, argv, env)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and not saved:
+                    saved = exc.errno or 0
+                last = exc.errno or 0
+        os.write(report, b"%d:%s" % (saved or last, step))  # pyright: ignore[reportPossiblyUnbound]
+    except OSError as exc:
+        os.write(report, b"%d:%s" % (exc.errno or 0, step))
+    except BaseException:  # never return into the minder's own code
+        os.write(report, b"0:noexec")
+    finally:
+        os._exit(127)
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: str | None, out_fd: int, err_fd: int) -> int:
+    """Fork and exec the command in a new session; return its pid once it has exec'd.
+
+    Raises ``OSError`` (errno, message, and the program or ``cwd`` as filename) as
+    ``subprocess.Popen`` does when the command cannot start.
+    """
+    program = argv[0]
+    _check_exec_args(argv, env)
+    _executables(program, env)  # fail here, not in the child, on a bad env
+    read_end, write_end = os.pipe()  # both close-on-exec
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _child(argv, env, cwd, out_fd, err_fd, write_end)
+        os.close(write_end)
+        chunks = []
+        while chunk := os.read(read_end, 64):  # EOF: the exec closed the pipe
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    if not chunks:
+        return pid
+    _wait(pid)  # reap the child that could not exec
+    code, _, step = b"".join(chunks).partition(b":")
+    errno_num = int(code)
+    message = os.strerror(errno_num) if errno_num else ""
+    if step == b"chdir":
+        raise OSError(errno_num, message, cwd)
+    if step == b"noexec":
+        raise OSError(errno_num, message)
+    raise OSError(errno_num, message, program)
+
+
+def _wait(pid: int) -> int:
+    """Wait for ``pid`` to end: its exit code, or minus the signal that ended it."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        if os.WIFSIGNALED(status):
+            return -os.WTERMSIG(status)
+        if os.WIFEXITED(status):
+            return os.WEXITSTATUS(status)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, _signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def run(job: "dict[str, Any]") -> int:
     """Run the job to its end; return the minder's exit status (0 once the note is written)."""
     argv = [str(a) for a in job["argv"]]
     env = {str(k): str(v) for k, v in job["env"].items()}
@@ -114,30 +305,21 @@ def run(job: dict[str, Any]) -> int:
     for folder in {os.path.dirname(p) for p in (out, err, note, started)}:
         os.makedirs(folder or ".", exist_ok=True)
 
-    child: subprocess.Popen[bytes] | None = None
+    child: int | None = None
     term_requested = False
 
-    def on_term(signum: int, frame: FrameType | None) -> None:
+    def on_term(signum: int, frame: "FrameType | None") -> None:
         nonlocal term_requested
         term_requested = True
         if child is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGTERM)
+            _kill_group(child)
 
-    signal.signal(signal.SIGTERM, on_term)
+    _signal.signal(_signal.SIGTERM, on_term)
 
     started_at = _now()
     try:
         with open(out, "ab") as out_f, open(err, "ab") as err_f:
-            child = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out_f,
-                stderr=err_f,
-                start_new_session=True,
-            )
+            child = _start(argv, env, cwd, out_f.fileno(), err_f.fileno())
     except OSError as exc:
         # Name the program (or folder), never the environment.
         what = exc.filename if exc.filename is not None else argv[0] if argv else ""
@@ -156,9 +338,8 @@ def run(job: dict[str, Any]) -> int:
             },
         )
         return 0
-    if term_requested:  # SIGTERM came before Popen returned
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGTERM)
+    if term_requested:  # SIGTERM came before the command had started
+        _kill_group(child)
 
     try:
         write_atomically(
@@ -167,15 +348,15 @@ def run(job: dict[str, Any]) -> int:
                 "version": NOTE_VERSION,
                 "minder_pid": os.getpid(),
                 "minder_start": proc_start_ticks("self"),
-                "pid": child.pid,
-                "pgid": child.pid,
-                "pid_start": proc_start_ticks(child.pid),
+                "pid": child,
+                "pgid": child,
+                "pid_start": proc_start_ticks(child),
                 "started_at": started_at,
             },
         )
     except OSError as exc:  # the command runs regardless: still wait and write the note
         sys.stderr.write(f"minder: cannot write the started file: {exc}\n")
-    code = child.wait()
+    code = _wait(child)
     ended_at = _now()
     write_atomically(
         note,
@@ -184,7 +365,7 @@ def run(job: dict[str, Any]) -> int:
             "exit_code": code if code >= 0 else None,
             "signal": -code if code < 0 else None,
             "error": None,
-            "pid": child.pid,
+            "pid": child,
             "minder_pid": os.getpid(),
             "started_at": started_at,
             "ended_at": ended_at,
@@ -193,16 +374,16 @@ def run(job: dict[str, Any]) -> int:
     return 0
 
 
-def _ignore(signum: int, frame: FrameType | None) -> None:
+def _ignore(signum: int, frame: "FrameType | None") -> None:
     """A no-op handler: unlike SIG_IGN it is reset to the default across exec."""
 
 
 def main(args: list[str]) -> int:
-    signal.signal(signal.SIGHUP, _ignore)
-    signal.signal(signal.SIGINT, _ignore)
+    _signal.signal(_signal.SIGHUP, _ignore)
+    _signal.signal(_signal.SIGINT, _ignore)
     try:
         job = _read_job(args)
-    except (ValueError, TypeError, OSError) as exc:
+    except (ValueError, TypeError, EOFError, OSError) as exc:
         sys.stderr.write(f"minder: cannot read the job: {type(exc).__name__}\n")
         return 2
     try:
@@ -213,7 +394,7 @@ def main(args: list[str]) -> int:
         sys.stderr.write(f"{message}\n")
         note = job.get("note")
         if isinstance(note, str):
-            with contextlib.suppress(OSError):
+            try:
                 write_atomically(
                     note,
                     {
@@ -227,6 +408,8 @@ def main(args: list[str]) -> int:
                         "ended_at": _now(),
                     },
                 )
+            except OSError:
+                pass
         return 1
 
 

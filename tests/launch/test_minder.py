@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import signal
 import subprocess
@@ -39,9 +40,7 @@ def minder_argv() -> list[str]:
 
 
 def run_minder(job: dict[str, object]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        minder_argv(), input=json.dumps(job).encode(), capture_output=True, timeout=10
-    )
+    return subprocess.run(minder_argv(), input=marshal.dumps(job), capture_output=True, timeout=10)
 
 
 def read(job: dict[str, object], key: str) -> dict[str, object]:
@@ -119,7 +118,7 @@ def test_sigterm_is_forwarded_and_sighup_sigint_are_ignored(tmp_path):
     job = job_for(tmp_path, ["/bin/sh", "-c", "sleep 0.3; exec sleep 30"])
     proc = subprocess.Popen(minder_argv(), stdin=subprocess.PIPE, start_new_session=True)
     assert proc.stdin is not None
-    proc.stdin.write(json.dumps(job).encode())
+    proc.stdin.write(marshal.dumps(job))
     proc.stdin.close()
     wait_for(Path(str(job["started"])))
     proc.send_signal(signal.SIGHUP)
@@ -153,3 +152,52 @@ def test_start_up_is_quick(tmp_path):
         run_minder(job)
         times.append(time.perf_counter() - begun)
     assert sorted(times)[2] < 1.0
+
+
+def test_a_json_job_on_stdin_is_still_accepted(tmp_path):
+    job = job_for(tmp_path, ["/bin/sh", "-c", "exit 5"])
+    done = subprocess.run(minder_argv(), input=json.dumps(job).encode(), timeout=10)
+    assert done.returncode == 0
+    assert read(job, "note")["exit_code"] == 5
+
+
+def test_an_unreadable_job_is_refused(tmp_path):
+    for data in (b"", b"not a job", marshal.dumps(["a list"])):
+        done = subprocess.run(minder_argv(), input=data, capture_output=True, timeout=10)
+        assert done.returncode == 2
+        assert done.stderr.startswith(b"minder: cannot read the job")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        0,
+        -3,
+        12345678901234,
+        "plain",
+        'q"uote\\back',
+        "tab\tnl\nff\f\x00\x1f\x7f",
+        "é€😀\udcff",
+    ],
+)
+def test_the_json_writer_writes_what_json_dumps_writes(value):
+    payload = {"version": 1, "value": value, 'key "x"': "y"}
+    assert minder._dumps(payload) == json.dumps(payload, separators=(",", ":"))
+
+
+def test_timestamps_are_what_datetime_isoformat_writes():
+    stamp = minder._now()
+    parsed = datetime.fromisoformat(stamp)
+    assert parsed.utcoffset() is not None and not parsed.utcoffset()
+    assert parsed.isoformat() == stamp
+    assert abs(parsed.timestamp() - time.time()) < 5
+
+
+def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path):
+    script = "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"
+    job = job_for(tmp_path, ["/bin/sh", "-c", script])
+    run_minder(job)
+    lines = Path(str(job["stdout"])).read_text().split()
+    assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
+    assert sorted(lines[4:]) == ["0", "1", "2", "3"]  # 3 is ls's own listing of the folder
