@@ -4,8 +4,7 @@
 env, cwd, file paths) marshal-encoded on its standard input, so secrets never reach a command
 line or a file. The minder starts the command in its own process group, writes a ``started``
 file, waits, and writes a note saying how it ended (see ``pysched.launch.minder``). Files of
-attempt ``n`` of
-run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
+attempt ``n`` of run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
 
     j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json
 
@@ -23,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import marshal
 import logging
+import marshal
 import os
 import signal
 import subprocess

@@ -198,7 +198,13 @@ def _check_exec_args(argv: list[str], env: dict[str, str]) -> None:
 
 
 def _child(
-    argv: list[str], env: dict[str, str], cwd: str | None, out_fd: int, err_fd: int, report: int
+    argv: list[str],
+    executables: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    out_fd: int,
+    err_fd: int,
+    report: int,
 ) -> None:
     """In the forked child: become the command, or report why not on ``report`` and exit 127."""
     step = b"exec"
@@ -216,7 +222,7 @@ def _child(
         for name in os.listdir("/proc/self/fd"):  # close_fds, as subprocess does
             fd = int(name)
             if fd > 2 and fd != report:
-                try:
+                try:  # noqa: SIM105 (contextlib costs milliseconds to import)
                     os.close(fd)
                 except OSError:
                     pass
@@ -224,15 +230,15 @@ def _child(
             step = b"chdir"
             os.chdir(cwd)
         step = b"exec"
-        saved = 0
-        for executable in _executables(argv[0], env):
+        saved = last = 0
+        for executable in executables:
             try:
                 os.execve(executable, argv, env)
             except OSError as exc:
                 if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and not saved:
                     saved = exc.errno or 0
                 last = exc.errno or 0
-        os.write(report, b"%d:%s" % (saved or last, step))  # pyright: ignore[reportPossiblyUnbound]
+        os.write(report, b"%d:%s" % (saved or last, step))
     except OSError as exc:
         os.write(report, b"%d:%s" % (exc.errno or 0, step))
     except BaseException:  # never return into the minder's own code
@@ -249,15 +255,15 @@ def _start(argv: list[str], env: dict[str, str], cwd: str | None, out_fd: int, e
     """
     program = argv[0]
     _check_exec_args(argv, env)
-    _executables(program, env)  # fail here, not in the child, on a bad env
+    executables = _executables(program, env)
     read_end, write_end = os.pipe()  # both close-on-exec
     try:
         pid = os.fork()
         if pid == 0:
             os.close(read_end)
-            _child(argv, env, cwd, out_fd, err_fd, write_end)
+            _child(argv, executables, env, cwd, out_fd, err_fd, write_end)
         os.close(write_end)
-        chunks = []
+        chunks: list[bytes] = []
         while chunk := os.read(read_end, 64):  # EOF: the exec closed the pipe
             chunks.append(chunk)
     finally:
@@ -289,7 +295,7 @@ def _wait(pid: int) -> int:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    try:  # noqa: SIM105
         os.killpg(pid, _signal.SIGTERM)
     except ProcessLookupError:
         pass
@@ -394,7 +400,7 @@ def main(args: list[str]) -> int:
         sys.stderr.write(f"{message}\n")
         note = job.get("note")
         if isinstance(note, str):
-            try:
+            try:  # noqa: SIM105
                 write_atomically(
                     note,
                     {

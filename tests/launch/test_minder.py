@@ -141,9 +141,10 @@ def test_the_job_may_also_be_the_argument_itself(tmp_path):
 def test_start_up_is_quick(tmp_path):
     """Measures a whole minder run of ``/bin/true`` (spawn, start-up, two atomic writes).
 
-    Figure on the development box (2 slow vCPUs, ``python -I -S -c pass`` ~13 ms): about
-    55-80 ms median; a full interpreter with site-packages is no faster there, the minder's
-    own cost is its imports (json, subprocess, datetime). Asserted only loosely: CI is noisy.
+    Figure on the development box (2 slow vCPUs, ``python -I -S -c pass`` ~13-17 ms): about
+    28-38 ms median (55-80 ms when the minder imported json, subprocess and datetime); the rest
+    is compiling the script, fork/exec and two fsynced writes. Asserted only loosely: CI is
+    noisy.
     """
     times = []
     for i in range(5):
@@ -151,7 +152,16 @@ def test_start_up_is_quick(tmp_path):
         begun = time.perf_counter()
         run_minder(job)
         times.append(time.perf_counter() - begun)
-    assert sorted(times)[2] < 1.0
+    assert sorted(times)[2] < 0.5
+
+
+def test_the_minder_imports_nothing_costly(tmp_path):
+    job = job_for(tmp_path, ["/bin/true"])
+    argv = [sys.executable, "-I", "-S", "-X", "importtime", *minder_argv()[3:]]
+    done = subprocess.run(argv, input=marshal.dumps(job), capture_output=True, timeout=10)
+    assert done.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
+    assert not imported & {"json", "re", "subprocess", "datetime", "contextlib", "signal", "enum"}
 
 
 def test_a_json_job_on_stdin_is_still_accepted(tmp_path):
