@@ -30,7 +30,8 @@ scheduler: {state_dir: state, log_dir: logs, max_running: 4, max_catch_up: 10}
 defaults: {catch_up: all, overlap: allow}
 jobs:
   ok:   {schedule: "* * * * *", command: "sleep 0.1; exit 0"}
-  bad:  {schedule: "* * * * *", command: "sleep 0.2; exit 3", retries: 1}
+  bad:  {schedule: "* * * * *", command: "sleep 0.2; exit 3",
+         retries: {count: 1, backoff: {initial: 1s}}}
   slow: {schedule: "* * * * *", command: "sleep 0.6; exit 0"}
 """
 
@@ -90,7 +91,9 @@ def settle(config: Path, rounds: int = 20) -> None:
     """Run serve gently (SIGTERM after a while) until every run has finished."""
     for _ in range(rounds):
         process = serve(config)
-        time.sleep(3.0)
+        # long enough for a start-up on a busy machine, the launcher's two-second grace for a
+        # minder that never wrote its started file, and a one-second retry backoff
+        time.sleep(6.0)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
         # 0, or killed by the TERM if it came before the handler was in place (a busy machine)
