@@ -12,7 +12,8 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from pysched.config import load_config
+from pysched.config import Config, load_config
+from pysched.engine import Engine
 from pysched.service import describe, serve
 from pysched.testing import FakeLauncher
 from pysched.timing import FakeClock
@@ -32,6 +33,22 @@ def write_config(tmp_path: Path) -> Path:
     return path
 
 
+async def start_serving(
+    config: Config,
+    launcher: FakeLauncher,
+    clock: FakeClock,
+    task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    await serve(
+        config,
+        launcher_factory=lambda _: launcher,
+        clock=clock,
+        sync=False,
+        stop_signals=(signal.SIGUSR1,),
+        task_status=task_status,
+    )
+
+
 async def test_serve_runs_until_signalled(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -39,16 +56,7 @@ async def test_serve_runs_until_signalled(
     clock = FakeClock(datetime(2026, 10, 19, tzinfo=UTC))
     launcher = FakeLauncher(clock)
     async with trio.open_nursery() as nursery:
-        engine = await nursery.start(
-            lambda task_status: serve(
-                config,
-                launcher_factory=lambda _: launcher,
-                clock=clock,
-                sync=False,
-                stop_signals=(signal.SIGUSR1,),
-                task_status=task_status,
-            )
-        )
+        engine = await nursery.start(start_serving, config, launcher, clock)
         await clock.advance(timedelta(hours=9, minutes=5))
         await engine.settle()
         assert engine.book.get("ice.2026-10-19.1").state.value == "succeeded"
@@ -56,16 +64,7 @@ async def test_serve_runs_until_signalled(
     assert (tmp_path / "state").is_dir()
     # the state dir is free again: a second serve can open it
     async with trio.open_nursery() as nursery:
-        engine = await nursery.start(
-            lambda task_status: serve(
-                config,
-                launcher_factory=lambda _: launcher,
-                clock=clock,
-                sync=False,
-                stop_signals=(signal.SIGUSR1,),
-                task_status=task_status,
-            )
-        )
+        engine = await nursery.start(start_serving, config, launcher, clock)
         assert engine.book.get("ice.2026-10-19.1").state.value == "succeeded"
         nursery.cancel_scope.cancel()
 

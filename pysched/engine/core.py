@@ -53,6 +53,7 @@ from pysched.engine.work import (
 from pysched.errors import EngineStopped, PyschedError, StoreError, TemplateError
 from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher, NotStarted
 from pysched.store import Record
+from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
 from pysched.timing.run_dates import run_date_for
 from pysched.timing.schedule import Firing
@@ -88,7 +89,7 @@ class EngineCore:
     def __init__(
         self,
         config: Config,
-        store: Any,
+        store: BaseStore,
         *,
         clock: Clock,
         launcher: Launcher,
@@ -945,7 +946,7 @@ class EngineCore:
     def _maybe_snapshot(self) -> None:
         if self._snapshotting or self.error is not None:
             return
-        if not getattr(self._store, "wants_snapshot", False):
+        if not self._store.wants_snapshot:
             return
         self._snapshotting = True
         self._spawn(self._write_snapshot)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 import trio
 
@@ -14,13 +13,14 @@ from pysched.engine.actions import Engine
 from pysched.engine.journal_state import replay
 from pysched.launch.base import Launcher
 from pysched.store import Store
+from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
 
 
 @asynccontextmanager
 async def open_engine(
     config: Config,
-    store: Any,
+    store: BaseStore,
     *,
     clock: Clock,
     launcher: Launcher,

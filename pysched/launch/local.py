@@ -402,7 +402,7 @@ class LocalLauncher:
         note = await trio.to_thread.run_sync(_read_json, paths.note)
         if note is not None:
             return _status_from_note(note)
-        if not derived.spawned.exists():
+        if not await trio.to_thread.run_sync(derived.spawned.exists):
             return NOT_STARTED  # nothing was ever spawned: safe to start it, once
         if started is None:
             # spawned, but its minder has not written its started file: it may still be

@@ -9,6 +9,7 @@ import abc
 from collections.abc import Iterable, Iterator, Sequence
 
 from pysched.errors import StoreError
+from pysched.store.layout import is_month
 from pysched.store.lines import check_type, encode_data, encode_line
 from pysched.store.record import Record, StoreStats
 
@@ -225,3 +226,13 @@ class _Counts:
         self.commits = self.records = self.batches = self.fsyncs = self.bytes = 0
         self.last_batch = self.max_batch = self.snapshots = self.commit_count = 0
         self.commit_seconds = 0.0
+
+
+def group_by_month(archived: Iterable[tuple[str, Record]]) -> dict[str, list[Record]]:
+    """Archived records grouped by month; ``ValueError`` for a month not written YYYY-MM."""
+    found: dict[str, list[Record]] = {}
+    for month, record in archived:
+        if not is_month(month):
+            raise ValueError(f"archive month {month!r} is not YYYY-MM")
+        found.setdefault(month, []).append(record)
+    return found

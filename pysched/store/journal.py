@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from pysched.errors import StoreError
-from pysched.store.base import BaseStore
+from pysched.store.base import BaseStore, group_by_month
 from pysched.store.disk import Disk, StateLock
 from pysched.store.layout import (
     ARCHIVE_DIR,
@@ -304,7 +304,7 @@ class Store(BaseStore):
         # Everything up to the rotation happens before any other task can run: ``live`` is
         # the state as of this instant, and every later commit goes to the new segment.
         records = list(live)
-        by_month = _by_month(archived)
+        by_month = group_by_month(archived)
         if self._segment_used:
             self._segment += 1
             self._segment_used = False
@@ -435,15 +435,6 @@ class Store(BaseStore):
         with self._quiet:
             self._threads -= 1
             self._quiet.notify_all()
-
-
-def _by_month(archived: Iterable[tuple[str, Record]]) -> dict[str, list[Record]]:
-    found: dict[str, list[Record]] = {}
-    for month, record in archived:
-        if not is_month(month):
-            raise ValueError(f"archive month {month!r} is not YYYY-MM")
-        found.setdefault(month, []).append(record)
-    return found
 
 
 def _cut_unfinished_line(fd: int, name: str) -> None:

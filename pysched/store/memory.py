@@ -13,8 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import trio
 
-from pysched.store.base import BaseStore
-from pysched.store.layout import is_month
+from pysched.store.base import BaseStore, group_by_month
 from pysched.store.lines import encode_record, read_fields, record_from
 from pysched.store.record import Record
 
@@ -81,13 +80,12 @@ class MemoryStore(BaseStore):
         self._check_usable()
         await trio.lowlevel.checkpoint_if_cancelled()
         snapshot = [encode_record(record) for record in live]
-        retired: list[tuple[str, bytes]] = []
-        for month, record in archived:
-            if not is_month(month):
-                raise ValueError(f"archive month {month!r} is not YYYY-MM")
-            retired.append((month, encode_record(record)))
-        for month, line in retired:
-            self._archive.setdefault(month, []).append(line)
+        retired = {
+            month: [encode_record(record) for record in records]
+            for month, records in group_by_month(archived).items()
+        }
+        for month, lines in retired.items():
+            self._archive.setdefault(month, []).extend(lines)
         self._snapshot = snapshot
         self._journal = []
         self._segment_bytes = 0
