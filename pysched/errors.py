@@ -12,6 +12,7 @@
      ├── TransitionError      a run state change not in the table (a bug, never input)
      ├── EngineStopped        the engine has fail-stopped or closed; nothing more is accepted
      ├── StoreError           the journal cannot be opened, read or written (names file:line)
+     ├── TokenFileError       the API tokens file cannot be read or written (names it)
      └── UnknownRunError      no such run or job (also a LookupError; names the id)
 
 Later capabilities add their own branches here (the journal's ``StoreError``, the engine's
@@ -115,3 +116,8 @@ class StoreError(PyschedError):
     message names the file and line), and by every commit once a write or fsync has failed (the
     store is fail-stop; the failing ``OSError`` is the ``__cause__``).
     """
+
+
+class TokenFileError(PyschedError):
+    """The tokens file (``scheduler.tokens_file``) is unreadable or malformed; names the file
+    and what is wrong."""

@@ -1,11 +1,20 @@
-"""``pysched serve``: the engine, the journal and the local launcher in one trio process.
+"""``pysched serve``: the engine, the journal, the local launcher and the HTTP API in one trio
+process.
 
-It runs until SIGTERM or SIGINT, then stops gracefully: it stops firing and starting, leaves
-running attempts to their minders (the next start adopts them), lets the journal finish its
-last commit, and exits 0. If the journal fails, the engine fail-stops and ``serve`` exits 1
-with the cause. One line per event goes to stderr.
+What it does, in order: open the journal (taking the state dir's lock), load the API tokens
+(creating the first admin token when there is no tokens file), replay and start the engine,
+bind the listen address and serve the API, then say where it listens and how the CLI finds a
+token. Signals:
 
-The HTTP API joins this nursery with the service issue; agents after that.
+- SIGTERM / SIGINT: a graceful stop. Event streams end first (the app's ``stopping`` event is
+  set *before* hypercorn's shutdown trigger, else an open stream would hold the shutdown for
+  the whole grace period), requests in flight finish, then firing and starting stop; running
+  attempts stay with their minders (the next start adopts them) and the journal finishes its
+  last commit. Exit 0.
+- SIGHUP: reload the config (``pysched.reload``): all of it or none of it.
+
+If the journal fails, the engine fail-stops and ``serve`` exits 1 with the cause; so it does
+when the state dir is locked by another scheduler or the address cannot be bound.
 """
 
 from __future__ import annotations
@@ -13,18 +22,61 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
 
 import trio
 
-from pysched.config.model import Config
+from pysched.config.model import Config, Listen
 from pysched.engine import Engine, open_engine
 from pysched.engine.events import Event
+from pysched.errors import TokenFileError
 from pysched.launch.base import Launcher
+from pysched.reload import Reloader
 from pysched.store import Store
+from pysched.systemd import SystemdNotifier, run_watchdog
 from pysched.timing.clock import Clock, RealClock
+from pysched.tokens import first_admin_token
 
 log = logging.getLogger("pysched.service")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+RELOAD_SIGNALS = (signal.SIGHUP,)
+SHUTDOWN_GRACE = 10.0
+"""How long requests in flight get to finish after a stop signal."""
+
+
+class Notifier(Protocol):
+    """Who hears about the service's life (systemd's notify socket, in production)."""
+
+    def ready(self) -> object: ...
+
+    def reloading(self) -> object: ...
+
+    def stopping(self) -> object: ...
+
+
+class _Silent:
+    def ready(self) -> None:
+        pass
+
+    def reloading(self) -> None:
+        pass
+
+    def stopping(self) -> None:
+        pass
+
+
+class _ReloadHooks:
+    def __init__(self, notifier: Notifier) -> None:
+        self._notifier = notifier
+
+    def reloading(self) -> None:
+        self._notifier.reloading()
+
+    def reloaded(self) -> None:
+        self._notifier.ready()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,41 +87,76 @@ class ServeResult:
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Serving:
+    """What ``serve`` hands its starter once it is up."""
+
+    engine: Engine
+    urls: list[str] = field(default_factory=list[str])
+    """The URLs the API answers on (empty when served without HTTP)."""
+    reloader: Reloader | None = None
+
+
 async def serve(
     config: Config,
     *,
     launcher_factory: Callable[[Config], Launcher],
     clock: Clock | None = None,
     sync: bool = True,
-    stop_signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT),
-    task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
+    http: bool = True,
+    listen: Listen | None = None,
+    notifier: Notifier | None = None,
+    stop_signals: tuple[int, ...] = STOP_SIGNALS,
+    reload_signals: tuple[int, ...] = RELOAD_SIGNALS,
+    task_status: trio.TaskStatus[Serving] = trio.TASK_STATUS_IGNORED,
 ) -> ServeResult:
-    """Run the engine over the config's state dir until a stop signal or a fail-stop.
+    """Run the scheduler over the config's state dir until a stop signal or a fail-stop.
 
-    ``task_status.started`` receives the engine once it has replayed, recovered and started.
-    ``sync=False`` skips fsync (tests under an autojump clock, where fsync threads would let
-    virtual time race ahead).
+    ``task_status.started`` receives a ``Serving`` once the engine has replayed, recovered and
+    started and the API listens. ``sync=False`` skips fsync (tests under an autojump clock,
+    where fsync threads would let virtual time race ahead). ``http=False`` runs without the
+    API; ``listen`` overrides ``scheduler.listen`` (port 0 picks a free port).
 
-    **Cancellation:** cancelling ``serve`` is a graceful stop like SIGTERM: attempts keep
-    running under their minders; the journal's in-flight commit completes first.
+    **Cancellation:** cancelling ``serve`` is a graceful stop like SIGTERM, without waiting for
+    requests in flight: attempts keep running under their minders; the journal's in-flight
+    commit completes first.
     """
-    state_dir = config.scheduler.state_dir
-    store = await trio.to_thread.run_sync(lambda: Store.open(state_dir, sync=sync))
+    notifier = notifier or _Silent()
+    settings = config.scheduler
+    store = await trio.to_thread.run_sync(lambda: Store.open(settings.state_dir, sync=sync))
     launcher = launcher_factory(config)
-    with trio.open_signal_receiver(*stop_signals) as signals:
+    with trio.open_signal_receiver(*stop_signals, *reload_signals) as signals:
         async with open_engine(
             config, store, clock=clock or RealClock(), launcher=launcher
         ) as engine:
             log.info(
                 "serving %d jobs; state in %s, logs in %s",
                 len(config.jobs),
-                state_dir,
-                config.scheduler.log_dir,
+                settings.state_dir,
+                settings.log_dir,
             )
             result = ServeResult(code=0, reason="stopped")
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_log_events, engine)
-                task_status.started(engine)
+                web: _Web | None = None
+                if http:
+                    try:
+                        web = await _Web.start(nursery, engine, config, listen, notifier)
+                    except (OSError, TokenFileError) as exc:
+                        nursery.cancel_scope.cancel()
+                        return _refused(exc, listen or settings.listen)
+                reloader = (
+                    web.reloader
+                    if web is not None
+                    else Reloader(engine, config.path, hooks=_ReloadHooks(notifier))
+                )
+                task_status.started(
+                    Serving(engine=engine, urls=web.urls if web else [], reloader=reloader)
+                )
+                notifier.ready()
+                if isinstance(notifier, SystemdNotifier):
+                    healthy = lambda: engine.error is None  # noqa: E731
+                    nursery.start_soon(partial(run_watchdog, notifier, healthy=healthy))
 
                 async def on_failure() -> None:
                     nonlocal result
@@ -80,12 +167,109 @@ async def serve(
                 nursery.start_soon(on_failure)
                 async for signum in signals:
                     name = signal.Signals(signum).name
+                    if signum in reload_signals:
+                        log.info("%s: reloading %s", name, config.path)
+                        nursery.start_soon(_reload, reloader, name)
+                        continue
                     log.info("%s: stopping (running attempts stay with their minders)", name)
                     result = ServeResult(code=0, reason=f"stopped by {name}")
                     break
+                notifier.stopping()
+                if web is not None:
+                    await web.stop()
                 nursery.cancel_scope.cancel()
     log.info("%s", result.reason)
     return result
+
+
+def _refused(exc: BaseException, listen: Listen) -> ServeResult:
+    if isinstance(exc, OSError):
+        reason = f"cannot listen on {listen}: {exc.strerror or exc}"
+        reason += " — is another pysched (or program) using it? change scheduler.listen or --listen"
+    else:
+        reason = str(exc)
+    log.error("%s", reason)
+    return ServeResult(code=1, reason=reason)
+
+
+async def _reload(reloader: Reloader, by: str) -> None:
+    try:
+        await reloader.reload(by=by)
+    except Exception:
+        log.exception("reload on %s failed", by)
+
+
+class _Web:
+    """The HTTP side of the service: tokens, the app, hypercorn, and its orderly stop."""
+
+    def __init__(self, urls: list[str], reloader: Reloader, stopping: trio.Event) -> None:
+        self.urls = urls
+        self.reloader = reloader
+        self._stopping = stopping
+        self._shutdown = trio.Event()
+        self._done = trio.Event()
+
+    @classmethod
+    async def start(
+        cls,
+        nursery: trio.Nursery,
+        engine: Engine,
+        config: Config,
+        listen: Listen | None,
+        notifier: Notifier,
+    ) -> _Web:
+        from pysched.metrics import Metrics
+        from pysched.web import TokenBook, WebContext, create_app, serve_http
+
+        settings = config.scheduler
+        tokens_path, admin_path = settings.tokens_path, settings.admin_token_path
+        created = not await trio.to_thread.run_sync(tokens_path.exists)
+        tokens = await trio.to_thread.run_sync(first_admin_token, tokens_path, admin_path)
+        book = TokenBook(tokens_path, tokens)
+        reloader = Reloader(engine, config.path, tokens=book, hooks=_ReloadHooks(notifier))
+        metrics = Metrics(engine)
+        await nursery.start(metrics.run)
+        context = WebContext(engine=engine, tokens=book, reloader=reloader, metrics=metrics)
+        app = create_app(context)
+        web = cls([], reloader, context.stopping)
+
+        async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
+            try:
+                await serve_http(
+                    app,
+                    listen or settings.listen,
+                    settings.tls,
+                    shutdown=web._shutdown,
+                    task_status=task_status,
+                )
+            finally:
+                web._done.set()
+
+        web.urls = await nursery.start(run_server)
+        for url in web.urls:
+            log.info("listening on %s (API at %s/api/v1)", url, url)
+        if created:
+            log.info(
+                "created the first admin token in %s (readable only by you); the CLI on this "
+                "machine finds it with -c %s, or give --token / PYSCHED_TOKEN",
+                admin_path,
+                config.path,
+            )
+        else:
+            log.info(
+                "tokens from %s; the CLI on this machine uses the admin token in %s with -c "
+                "CONFIG, or give --token / PYSCHED_TOKEN (pysched token create NAME --role ROLE)",
+                tokens_path,
+                admin_path,
+            )
+        return web
+
+    async def stop(self) -> None:
+        """End event streams, then let hypercorn finish requests in flight."""
+        self._stopping.set()
+        self._shutdown.set()
+        with trio.move_on_after(SHUTDOWN_GRACE):
+            await self._done.wait()
 
 
 async def _log_events(engine: Engine) -> None:
@@ -111,6 +295,11 @@ def describe(event: Event) -> str:
     if event.kind == "action":
         who = f" by {data['by']}" if data.get("by") else ""
         return f"{data['action']} {data['target']}{who}"
+    if event.kind == "config_applied":
+        who = f" by {data['by']}" if data.get("by") else ""
+        return f"config {str(data.get('sha256', ''))[:12]} applied{who}"
+    if event.kind == "reload_failed":
+        return f"reload refused ({len(data.get('problems', []))} problems); the config stays"
     return f"{event.kind} {dict(data)}"
 
 

@@ -37,14 +37,17 @@ def write(tmp_path: Path) -> Path:
 async def test_serve_runs_real_commands(tmp_path: Path) -> None:
     config = load_config(write(tmp_path))
     async with trio.open_nursery() as nursery:
-        engine = await nursery.start(
+        serving = await nursery.start(
             lambda task_status: serve(
                 config,
                 launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+                http=False,
                 stop_signals=(signal.SIGUSR2,),
+                reload_signals=(),
                 task_status=task_status,
             )
         )
+        engine = serving.engine
         run = await engine.trigger("hello", by="test")
         with trio.fail_after(20):
             while engine.book.runs(job="quiet", state=RunState.SUCCEEDED) == []:
@@ -59,7 +62,7 @@ async def test_serve_runs_real_commands(tmp_path: Path) -> None:
 
 def test_serve_command_stops_on_sigterm_and_holds_the_lock(tmp_path: Path) -> None:
     config = write(tmp_path)
-    command = [sys.executable, "-m", "pysched", "serve", str(config)]
+    command = [sys.executable, "-m", "pysched", "serve", str(config), "--listen", "127.0.0.1:0"]
     first = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20

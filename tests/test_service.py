@@ -14,7 +14,7 @@ import trio.testing
 
 from pysched.config import Config, load_config
 from pysched.engine import Engine
-from pysched.service import describe, serve
+from pysched.service import Serving, describe, serve
 from pysched.testing import FakeLauncher
 from pysched.timing import FakeClock
 
@@ -39,14 +39,21 @@ async def start_serving(
     clock: FakeClock,
     task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    await serve(
-        config,
-        launcher_factory=lambda _: launcher,
-        clock=clock,
-        sync=False,
-        stop_signals=(signal.SIGUSR1,),
-        task_status=task_status,
-    )
+    async def serving(task_status: trio.TaskStatus[Serving]) -> None:
+        await serve(
+            config,
+            launcher_factory=lambda _: launcher,
+            clock=clock,
+            sync=False,
+            http=False,
+            stop_signals=(signal.SIGUSR1,),
+            reload_signals=(),
+            task_status=task_status,
+        )
+
+    async with trio.open_nursery() as nursery:
+        started: Serving = await nursery.start(serving)
+        task_status.started(started.engine)
 
 
 async def test_serve_runs_until_signalled(

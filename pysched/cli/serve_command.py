@@ -1,7 +1,8 @@
-"""``pysched serve CONFIG``: run the scheduler in the foreground."""
+"""``pysched serve CONFIG``: run the scheduler and its HTTP API in the foreground."""
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,28 +11,64 @@ import typer
 
 from pysched.cli.output import fail
 from pysched.config import ConfigError, load_config
-from pysched.errors import StoreError
+from pysched.config.model import Listen
+from pysched.errors import StoreError, TokenFileError
+
+
+class LogFormat(enum.Enum):
+    HUMAN = "human"
+    JSON = "json"
 
 
 def serve_command(
     config: Annotated[Path, typer.Argument(help="The YAML config file.", show_default=False)],
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            help="HOST:PORT to serve the API on (default: scheduler.listen, else "
+            "127.0.0.1:8080; port 0 picks a free one).",
+        ),
+    ] = None,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option("--log-format", help="human lines, or one JSON object per line."),
+    ] = LogFormat.HUMAN,
 ) -> None:
-    """Run the scheduler until SIGTERM or SIGINT (running attempts stay with their minders)."""
+    """Run the scheduler until SIGTERM or SIGINT (running attempts stay with their minders);
+    SIGHUP reloads the config."""
     from pysched.launch.local import LocalLauncher
-    from pysched.service import configure_logging, serve
+    from pysched.log_format import configure_logging
+    from pysched.service import serve
+    from pysched.systemd import SystemdNotifier
 
+    address: Listen | None = None
+    if listen is not None:
+        try:
+            address = Listen.parse(listen)
+        except ValueError as exc:
+            raise typer.BadParameter(
+                f"{listen!r}: {exc} — write HOST:PORT, like 127.0.0.1:8080", param_hint="--listen"
+            ) from None
     try:
         loaded = load_config(config)
     except ConfigError as exc:
         raise fail(str(exc)) from None
     for warning in loaded.warnings:
         typer.echo(f"warning: {warning}", err=True)
-    configure_logging()
+    configure_logging(fmt=log_format.value)
+    notifier = SystemdNotifier.from_environ(unset=True)  # jobs must not inherit it
     try:
-        result = trio.run(
-            lambda: serve(loaded, launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir))
-        )
-    except StoreError as exc:
+        with notifier:
+            result = trio.run(
+                lambda: serve(
+                    loaded,
+                    launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+                    listen=address,
+                    notifier=notifier,
+                )
+            )
+    except (StoreError, TokenFileError) as exc:
         raise fail(f"error: {exc}") from None
     if result.code != 0:
         raise fail(f"error: {result.reason}", result.code)

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from pysched.config.fields import FieldReader, did_you_mean
 from pysched.config.graph import find_cycles
 from pysched.config.jobs import JOB_KEYS, JobBuilder, JobContext
-from pysched.config.model import CatchUp, Config, Job, SchedulerSettings
+from pysched.config.model import CatchUp, Config, Job, Listen, SchedulerSettings, Tls
 from pysched.config.secrets import Secrets, load_secrets_file
 from pysched.config.yaml_tree import Place, YMap, YNode, YScalar, kind_of, read_yaml
 from pysched.errors import CalendarError, ConfigError, Problem
@@ -36,7 +36,12 @@ SCHEDULER_KEYS = (
     "catch_up",
     "max_catch_up",
     "history_days",
+    "listen",
+    "tls",
+    "tokens_file",
 )
+TLS_KEYS = ("cert", "key")
+DEFAULT_LISTEN = "127.0.0.1:8080"
 CALENDAR_KEYS = ("weekdays", "holidays", "country", "subdivision", "workdays", "based_on")
 
 
@@ -143,6 +148,9 @@ def _scheduler(reader: FieldReader, node: YNode | None, base: Path) -> Scheduler
     max_running = int_of("max_running", 64, 1)
     max_catch_up = int_of("max_catch_up", 100, 0)
     history_days = int_of("history_days", 90, 1)
+    tokens_file = path_of("tokens_file", None)
+    listen = _listen(reader, mapping.get("listen"))
+    tls = _tls(reader, mapping.get("tls"), base)
     if reader.reports != before:
         return None
     assert state_dir and log_dir and timezone and max_running and history_days
@@ -156,7 +164,52 @@ def _scheduler(reader: FieldReader, node: YNode | None, base: Path) -> Scheduler
         catch_up=catch_up or CatchUp.LATEST,
         max_catch_up=max_catch_up,
         history_days=history_days,
+        listen=listen or Listen.parse(DEFAULT_LISTEN),
+        tls=tls,
+        tokens_file=tokens_file,
     )
+
+
+def _listen(reader: FieldReader, node: YNode | None) -> Listen | None:
+    if node is None:
+        return None
+    text = reader.text(node, "scheduler.listen")
+    if text is None:
+        return None
+    try:
+        return Listen.parse(text)
+    except ValueError as exc:
+        reader.report(
+            node.place,
+            f"scheduler.listen {text!r}: {exc}",
+            "write HOST:PORT, e.g. 127.0.0.1:8080 (0.0.0.0:8080 to listen on every address)",
+        )
+        return None
+
+
+def _tls(reader: FieldReader, node: YNode | None, base: Path) -> Tls | None:
+    if node is None:
+        return None
+    mapping = reader.mapping(node, "scheduler.tls")
+    if mapping is None:
+        return None
+    reader.check_keys(mapping, TLS_KEYS, "scheduler.tls")
+    paths: dict[str, Path] = {}
+    for key in TLS_KEYS:
+        value = mapping.get(key)
+        if value is None:
+            reader.report(
+                mapping.place,
+                f"scheduler.tls needs {key}",
+                "give both cert and key: paths to PEM files, relative to this file",
+            )
+            continue
+        text = reader.text(value, f"scheduler.tls.{key}")
+        if text is not None:
+            paths[key] = base / Path(text).expanduser()
+    if len(paths) != len(TLS_KEYS):
+        return None
+    return Tls(cert=paths["cert"], key=paths["key"])
 
 
 _NO = Place(file="", line=0, col=0)

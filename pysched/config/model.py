@@ -164,6 +164,40 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Listen:
+    """Where the service listens: ``scheduler.listen`` as ``HOST:PORT`` (IPv6 in brackets)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Listen:
+        """``127.0.0.1:8080``, ``[::1]:8080`` or ``0.0.0.0:8080``; ``ValueError`` otherwise."""
+        host, sep, port_text = text.strip().rpartition(":")
+        if not sep or not host:
+            raise ValueError("expected HOST:PORT")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        elif ":" in host:
+            raise ValueError("put an IPv6 address in brackets, e.g. [::1]:8080")
+        if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+            raise ValueError(f"port {port_text!r} is not a number from 0 to 65535")
+        return cls(host=host, port=int(port_text))
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tls:
+    """``scheduler.tls``: PEM files of the certificate (with its chain) and its private key."""
+
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerSettings:
     state_dir: Path
     log_dir: Path
@@ -173,6 +207,25 @@ class SchedulerSettings:
     catch_up: CatchUp = CatchUp.LATEST
     max_catch_up: int = 100
     history_days: int = 90
+    listen: Listen = field(default_factory=lambda: Listen(host="127.0.0.1", port=8080))
+    tls: Tls | None = None
+    tokens_file: Path | None = None
+    """Where the API tokens' hashes live; ``tokens_path`` applies the default."""
+
+    @property
+    def tokens_path(self) -> Path:
+        """The tokens file: ``tokens_file``, or ``state_dir/tokens.json``."""
+        return self.tokens_file or self.state_dir / "tokens.json"
+
+    @property
+    def admin_token_path(self) -> Path:
+        """The admin token the first ``serve`` writes (owner-only) for the CLI on this host."""
+        return self.state_dir / "admin.token"
+
+    @property
+    def url(self) -> str:
+        """The base URL the service answers on (``https`` with TLS)."""
+        return f"{'https' if self.tls else 'http'}://{self.listen}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

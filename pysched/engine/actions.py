@@ -23,7 +23,7 @@ action                  allowed from
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -238,6 +238,22 @@ class Engine(EngineCore):
         finish, their waiting runs are cancelled), changed jobs take effect for new runs. The
         version (text and hash) is journaled."""
         await self.call(lambda: self.apply(new, by=by))
+
+    async def reload_failed(self, problems: Sequence[str], *, by: str = "") -> None:
+        """Record that a reload was refused (the running config stays): journaled as an
+        action on ``config`` and published as a ``reload_failed`` event with every problem."""
+
+        def handler() -> None:
+            count = len(problems)
+            summary = (
+                f"{count} problem{'s' if count != 1 else ''}: {problems[0] if problems else ''}"
+            )
+            self._record_action("reload_failed", "config", by, summary)
+            now = self._time()
+            data = {"by": by, "problems": list(problems), "sha256": self.config.sha256}
+            self._effects.append(lambda: self.events.publish(now, "reload_failed", data))
+
+        await self.call(handler)
 
     # -- helpers (inside the loop) -----------------------------------------------------------
 

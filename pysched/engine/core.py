@@ -40,7 +40,7 @@ from pysched.engine.deps import Verdict, evaluate
 from pysched.engine.events import EventLog
 from pysched.engine.journal_state import Replayed, firing_record
 from pysched.engine.runs import Attempt, AttemptOutcome, Run, RunState, Trigger
-from pysched.engine.slots import Slots
+from pysched.engine.slots import Slots, SlotUse
 from pysched.engine.work import (
     AttemptEnded,
     AttemptStarted,
@@ -52,7 +52,7 @@ from pysched.engine.work import (
 )
 from pysched.errors import EngineStopped, PyschedError, StoreError, TemplateError
 from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher, NotStarted
-from pysched.store import Record
+from pysched.store import Record, StoreStats
 from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
 from pysched.timing.run_dates import run_date_for
@@ -161,6 +161,31 @@ class EngineCore:
         await self._failed.wait()
         assert self.error is not None
         return self.error
+
+    @property
+    def store_stats(self) -> StoreStats:
+        """The journal's counters since open (commits, batches, fsyncs, commit latency)."""
+        return self._store.stats
+
+    def slot_use(self) -> SlotUse:
+        """How many attempts run now, against ``max_running`` and each pool's size."""
+        slots = self._slots
+        return SlotUse(
+            running=slots.running,
+            max_running=slots.max_running,
+            queued=slots.queued,
+            pools={name: (slots.in_pool.get(name, 0), size) for name, size in slots.pools.items()},
+        )
+
+    @property
+    def held_jobs(self) -> frozenset[str]:
+        """Jobs an operator has held (``hold_job``): their new runs are created held."""
+        return frozenset(self._job_holds)
+
+    def config_versions(self) -> list[Mapping[str, Any]]:
+        """Every config version journaled, oldest first: ``sha256``, ``text``, ``at``, ``by``.
+        The last is the one in force."""
+        return list(self._configs.values())
 
     # -- starting up ------------------------------------------------------------------------
 

@@ -51,6 +51,14 @@ class EventLog:
         self._changed = trio.Event()
         return event
 
+    def recent(self) -> list[Event]:
+        """Every event still in the ring, oldest first."""
+        return list(self._events)
+
+    async def wait_for_next(self) -> None:
+        """Return when the next event is published."""
+        await self._changed.wait()
+
     def since(self, last_id: int) -> list[Event] | None:
         """Events after ``last_id``, or None when some of them already left the ring."""
         if not self._events or last_id >= self.last_id:

@@ -9,10 +9,22 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from pysched.engine.runs import Run
 
 _NO_POOL = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotUse:
+    """A reading of the slots: attempts running, the cap, runs queued, and per pool
+    ``(in use, size)``."""
+
+    running: int
+    max_running: int
+    queued: int
+    pools: Mapping[str, tuple[int, int]]
 
 
 class Slots:

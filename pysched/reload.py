@@ -1,0 +1,138 @@
+"""Reloading the config while the scheduler runs: all of the new file, or none of it.
+
+A reload (SIGHUP, ``POST /api/v1/reload``, ``pysched reload``) reads and checks the config file
+again. If it is valid, the engine applies it in one step and journals the version; if it is
+not, the running config stays, every problem is logged, and a ``reload_failed`` event is
+journaled and published (alerts use it). There is never a half-applied config.
+
+A few settings cannot change under a running scheduler: the state dir and the log dir (where
+the journal and the minders' files are) are refused with a problem that says to restart; the
+listen address, TLS files and tokens file are accepted but take effect at the next start, and
+the reload says so in its warnings.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+from pysched.config import ConfigError, load_config
+from pysched.config.model import Config
+from pysched.engine import Engine
+from pysched.errors import TokenFileError
+
+log = logging.getLogger(__name__)
+
+
+class ReloadHooks(Protocol):
+    """What else a reload touches: the systemd notifier and the API's tokens, for example."""
+
+    def reloading(self) -> None: ...
+
+    def reloaded(self) -> None: ...
+
+
+class TokensSource(Protocol):
+    async def reload(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReloadOutcome:
+    applied: bool
+    """True when the file was valid (whether or not it had changed)."""
+    changed: bool
+    sha256: str
+    """The version in force after the reload."""
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+_RESTART_ONLY = ("state_dir", "log_dir")
+_AT_NEXT_START = ("listen", "tls", "tokens_file")
+
+
+class Reloader:
+    """Reloads ``path`` into ``engine``; one reload at a time."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        path: Path,
+        *,
+        tokens: TokensSource | None = None,
+        hooks: ReloadHooks | None = None,
+    ) -> None:
+        self._engine = engine
+        self._path = path
+        self._tokens = tokens
+        self._hooks = hooks
+        self._lock = trio.Lock()
+
+    async def reload(self, *, by: str) -> ReloadOutcome:
+        """Read, check and apply the config file; see the module docstring.
+
+        Raises ``EngineStopped`` if the engine has stopped. **Cancellation:** a reload
+        cancelled while the file is read changes nothing; once the engine has the new config
+        it is applied whole.
+        """
+        async with self._lock:
+            if self._hooks is not None:
+                self._hooks.reloading()
+            try:
+                return await self._reload(by)
+            finally:
+                if self._hooks is not None:
+                    self._hooks.reloaded()
+
+    async def _reload(self, by: str) -> ReloadOutcome:
+        engine = self._engine
+        current = engine.config
+        problems: list[str] = []
+        new: Config | None = None
+        try:
+            new = await trio.to_thread.run_sync(load_config, self._path)
+        except ConfigError as exc:
+            problems = [str(problem) for problem in exc.problems]
+        if new is not None:
+            for key in _RESTART_ONLY:
+                before = getattr(current.scheduler, key)
+                after = getattr(new.scheduler, key)
+                if before != after:
+                    problems.append(
+                        f"{self._path}: scheduler.{key} cannot change while pysched runs "
+                        f"({before} -> {after}) — restart pysched to move it"
+                    )
+        if self._tokens is not None and not problems:
+            try:
+                await self._tokens.reload()
+            except TokenFileError as exc:
+                problems.append(str(exc))
+        if problems or new is None:
+            for problem in problems:
+                log.error("reload refused: %s", problem)
+            log.error("reload refused (%d problems); the running config stays", len(problems))
+            await engine.reload_failed(problems, by=by)
+            return ReloadOutcome(
+                applied=False, changed=False, sha256=current.sha256, problems=tuple(problems)
+            )
+        warnings = [
+            f"scheduler.{key} changed: it takes effect at the next start"
+            for key in _AT_NEXT_START
+            if getattr(current.scheduler, key) != getattr(new.scheduler, key)
+        ]
+        warnings += [str(warning) for warning in new.warnings]
+        for warning in warnings:
+            log.warning("reload: %s", warning)
+        changed = new.sha256 != current.sha256
+        if changed:
+            await engine.apply_config(new, by=by)
+            log.info("reloaded %s: version %s", self._path, new.sha256[:12])
+        else:
+            log.info("reload: %s is unchanged (version %s)", self._path, new.sha256[:12])
+        return ReloadOutcome(
+            applied=True, changed=changed, sha256=new.sha256, warnings=tuple(warnings)
+        )

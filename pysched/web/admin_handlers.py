@@ -1,0 +1,131 @@
+"""Admin endpoints: reload the config, read its journaled versions and diff two, manage tokens.
+
+Config versions are the texts the engine journaled each time a config took effect (at start
+and at each reload that changed it), so ``diff`` answers "what changed last night" from the
+journal itself, not from whatever the file says now.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from pysched.tokens import check_name, parse_role
+from pysched.web.api_errors import ApiError
+from pysched.web.context import Call
+from pysched.web.inputs import only_keys, text_field
+
+Reply = tuple[int, Any]
+_SHORTEST_PREFIX = 6
+
+
+async def reload(call: Call) -> Reply:
+    only_keys(call.body, ())
+    reloader = call.context.reloader
+    if reloader is None:
+        raise ApiError(503, "this server cannot reload (it was started without a config file)")
+    outcome = await reloader.reload(by=call.who)
+    if not outcome.applied:
+        raise ApiError(
+            422,
+            f"the config has {len(outcome.problems)} problem(s); the running config stays",
+            field="config",
+            problems=outcome.problems,
+        )
+    return 200, {
+        "applied": True,
+        "changed": outcome.changed,
+        "sha256": outcome.sha256,
+        "warnings": list(outcome.warnings),
+    }
+
+
+def _version_view(data: Mapping[str, Any], current: str, *, text: bool) -> dict[str, Any]:
+    view = {
+        "sha256": data["sha256"],
+        "at": data.get("at"),
+        "by": data.get("by"),
+        "current": data["sha256"] == current,
+    }
+    if text:
+        view["text"] = data.get("text", "")
+    return view
+
+
+def _find_version(call: Call, key: str, field: str) -> Mapping[str, Any]:
+    if len(key) < _SHORTEST_PREFIX or any(c not in "0123456789abcdef" for c in key.lower()):
+        raise ApiError(
+            400,
+            f"{field} {key!r} is not a config version: give at least {_SHORTEST_PREFIX} hex digits "
+            "of its sha256 (pysched config versions lists them)",
+            field=field,
+        )
+    matches = [v for v in call.engine.config_versions() if v["sha256"].startswith(key.lower())]
+    if not matches:
+        raise ApiError(404, f"no config version {key!r}")
+    if len(matches) > 1:
+        raise ApiError(
+            400, f"{key!r} matches {len(matches)} versions: give more digits", field=field
+        )
+    return matches[0]
+
+
+async def config_versions(call: Call) -> Reply:
+    current = call.engine.config.sha256
+    versions = [_version_view(v, current, text=False) for v in call.engine.config_versions()]
+    return 200, {"versions": versions}
+
+
+async def config_version(call: Call) -> Reply:
+    version = _find_version(call, call.args["sha"], "sha")
+    return 200, _version_view(version, call.engine.config.sha256, text=True)
+
+
+async def config_diff(call: Call) -> Reply:
+    query = call.query
+    for field in ("from", "to"):
+        if not query.get(field):
+            raise ApiError(
+                400, f"{field} is required (a config version's sha256 prefix)", field=field
+            )
+    old = _find_version(call, query["from"], "from")
+    new = _find_version(call, query["to"], "to")
+    diff = difflib.unified_diff(
+        str(old.get("text", "")).splitlines(keepends=True),
+        str(new.get("text", "")).splitlines(keepends=True),
+        fromfile=f"config@{old['sha256'][:12]}",
+        tofile=f"config@{new['sha256'][:12]}",
+    )
+    return 200, {"from": old["sha256"], "to": new["sha256"], "diff": "".join(diff)}
+
+
+async def list_tokens(call: Call) -> Reply:
+    return 200, {"tokens": [entry.public() for entry in call.context.tokens.tokens.entries]}
+
+
+async def create_token(call: Call) -> Reply:
+    only_keys(call.body, ("name", "role"))
+    name = text_field(call.body, "name", required=True)
+    role_text = text_field(call.body, "role") or "viewer"
+    assert name is not None
+    try:
+        check_name(name)
+    except ValueError as exc:
+        raise ApiError(422, str(exc), field="name") from None
+    try:
+        role = parse_role(role_text)
+    except ValueError as exc:
+        raise ApiError(422, str(exc), field="role") from None
+    if call.context.tokens.tokens.get(name) is not None:
+        raise ApiError(409, f"a token named {name!r} exists already; revoke it first")
+    entry, secret = await call.context.tokens.create(name, role)
+    return 201, {**entry.public(), "token": secret}
+
+
+async def revoke_token(call: Call) -> Reply:
+    name = call.args["name"]
+    if call.context.tokens.tokens.get(name) is None:
+        raise ApiError(404, f"no token named {name!r}")
+    await call.context.tokens.revoke(name)
+    return 200, {"revoked": name}

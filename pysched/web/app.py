@@ -1,0 +1,156 @@
+"""The Quart-Trio application: the route table wired to handlers, with authentication, body
+parsing and one error shape for every refusal.
+
+Every request goes through ``_dispatch``: check the token against the route's role, parse the
+body, call the handler, and turn what it raises into the JSON error the contract promises
+(``ApiError`` as given; the engine's ``ActionError`` as 409 naming the state, or 422;
+``UnknownRunError`` as 404; ``EngineStopped`` as 503). Anything else is a bug: it is logged and
+answered with a bare 500 that reveals nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from quart import Response, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from pysched.errors import ActionError, EngineStopped, TokenFileError, UnknownRunError
+from pysched.web.api_errors import ApiError
+from pysched.web.auth import authorize
+from pysched.web.context import Call, WebContext
+from pysched.web.event_stream import EncodedEvents, event_frames, resume_point
+from pysched.web.inputs import parse_body
+from pysched.web.openapi import openapi_document
+from pysched.web.routes import ROUTES, Route
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def json_response(status: int, body: Any) -> Response:
+    return Response(orjson.dumps(body, default=str), status=status, mimetype=JSON)
+
+
+def error_response(error: ApiError) -> Response:
+    response = json_response(error.status, error.body())
+    if error.status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="pysched"'
+    return response
+
+
+def create_app(context: WebContext) -> QuartTrio:
+    """The app serving ``context``'s engine. Start it with ``pysched.web.server.serve_http``
+    (or use ``app.test_client()`` in tests)."""
+    app = QuartTrio("pysched")
+    app.config["RESPONSE_TIMEOUT"] = None  # event streams stay open for hours
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+    app.config["JSON_SORT_KEYS"] = False
+    encoded = EncodedEvents()
+    document = openapi_document()
+
+    async def special(route: Route, call: Call) -> Response:
+        path = route.path
+        engine = context.engine
+        if path == "/healthz":
+            return json_response(200, {"status": "ok"})
+        if path == "/readyz":
+            if engine.error is not None:
+                return json_response(503, {"status": "failed", "error": str(engine.error)})
+            if context.stopping.is_set():
+                return json_response(503, {"status": "stopping", "error": "shutting down"})
+            return json_response(200, {"status": "ready"})
+        if path == "/api/v1/openapi.json":
+            return json_response(200, document)
+        if path == "/metrics":
+            if context.metrics is None:
+                raise ApiError(404, "metrics are not enabled on this server")
+            response = Response(context.metrics.render())
+            response.headers["Content-Type"] = METRICS_CONTENT_TYPE
+            return response
+        if path == "/api/v1/events":
+            after = resume_point(call.headers.get("Last-Event-ID"), call.query.get("last_event_id"))
+            frames = event_frames(
+                engine.events,
+                after,
+                stopping=context.stopping,
+                keepalive_seconds=context.keepalive_seconds,
+                encoded=encoded,
+            )
+            response = Response(frames, mimetype="text/event-stream")
+            response.headers["Cache-Control"] = "no-cache"
+            response.headers["X-Accel-Buffering"] = "no"
+            response.timeout = None
+            return response
+        raise AssertionError(f"no built-in handler for {path}")
+
+    def view(route: Route) -> Callable[..., Awaitable[Response]]:
+        async def dispatch(**args: str) -> Response:
+            try:
+                caller = None
+                if route.role is not None:
+                    caller = authorize(
+                        request.headers.get("Authorization"), context.tokens.tokens, route.role
+                    )
+                body: dict[str, Any] = {}
+                if route.method in ("POST", "PUT", "DELETE"):
+                    raw = await request.get_data(cache=False, as_text=False)
+                    body = parse_body(raw if isinstance(raw, bytes) else raw.encode())
+                call = Call(
+                    context=context,
+                    args=args,
+                    query=request.args.to_dict(),
+                    body=body,
+                    caller=caller,
+                    headers=dict(request.headers),
+                )
+                if route.handler is None:
+                    return await special(route, call)
+                status, result = await route.handler(call)
+                return json_response(status, result)
+            except ApiError as exc:
+                return error_response(exc)
+            except ActionError as exc:
+                status = 409 if exc.state is not None else 422
+                return error_response(ApiError(status, str(exc), state=exc.state))
+            except UnknownRunError as exc:
+                return error_response(ApiError(404, str(exc)))
+            except EngineStopped as exc:
+                return error_response(ApiError(503, f"the engine has stopped: {exc}"))
+            except TokenFileError as exc:
+                log.warning("tokens file: %s", exc)
+                return error_response(ApiError(503, "the tokens file cannot be written"))
+            except HTTPException:
+                raise
+            except Exception:
+                log.exception("%s %s failed", route.method, request.path)
+                return error_response(ApiError(500, "internal error (logged on the server)"))
+
+        dispatch.__name__ = f"{route.method.lower()}_{route.path}"
+        return dispatch
+
+    for route in ROUTES:
+        app.add_url_rule(
+            route.path,
+            endpoint=f"{route.method} {route.path}",
+            view_func=view(route),
+            methods=[route.method],
+        )
+
+    @app.errorhandler(HTTPException)
+    async def http_error(exc: HTTPException) -> Response:  # pyright: ignore[reportUnusedFunction]
+        status = exc.code or 500
+        message = {
+            404: f"no such endpoint: {request.method} {request.path} (see /api/v1/openapi.json)",
+            405: f"{request.method} is not allowed on {request.path}",
+            413: "the body is too large",
+        }.get(status, exc.description or exc.name)
+        return error_response(ApiError(status, message))
+
+    return app

@@ -1,0 +1,67 @@
+"""Who is calling: the bearer token of a request, checked against the tokens in force.
+
+``TokenBook`` holds the current ``Tokens`` (the file is re-read on reload and rewritten when an
+admin creates or revokes a token through the API). ``authorize`` answers 401 for a missing or
+unknown token and 403 for a role too low, naming the role needed; the caller's token name goes
+into the audit trail of every action.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from pysched.tokens import Role, TokenEntry, Tokens, load_tokens, save_tokens
+from pysched.web.api_errors import ApiError
+
+
+class TokenBook:
+    """The tokens in force, and the file they live in."""
+
+    def __init__(self, path: Path, tokens: Tokens) -> None:
+        self.path = path
+        self.tokens = tokens
+        self._lock = trio.Lock()
+
+    async def reload(self) -> None:
+        """Re-read the file (``TokenFileError`` keeps the old set and propagates)."""
+        loaded = await trio.to_thread.run_sync(load_tokens, self.path)
+        self.tokens = loaded or Tokens()
+
+    async def create(self, name: str, role: Role) -> tuple[TokenEntry, str]:
+        """A new token (``ValueError`` for a bad or taken name); the secret is returned once."""
+        async with self._lock:
+            tokens, secret = self.tokens.with_new(name, role)
+            await trio.to_thread.run_sync(save_tokens, self.path, tokens)
+            self.tokens = tokens
+        entry = tokens.get(name)
+        assert entry is not None
+        return entry, secret
+
+    async def revoke(self, name: str) -> None:
+        """Remove a token (``LookupError`` if there is none of that name)."""
+        async with self._lock:
+            tokens = self.tokens.without(name)
+            await trio.to_thread.run_sync(save_tokens, self.path, tokens)
+            self.tokens = tokens
+
+
+def authorize(header: str | None, tokens: Tokens, needed: Role) -> TokenEntry:
+    """The token entry of an ``Authorization`` header that may do what ``needed`` may."""
+    if not header:
+        raise ApiError(
+            401, "a token is needed: send 'Authorization: Bearer <token>' (pysched token create)"
+        )
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise ApiError(401, "the Authorization header must be 'Bearer <token>'")
+    entry = tokens.check(secret.strip())
+    if entry is None:
+        raise ApiError(401, "the token is not known (revoked, or from another scheduler?)")
+    if not entry.role.allows(needed):
+        raise ApiError(
+            403,
+            f"token {entry.name!r} has role {entry.role.value}; this needs {needed.value}",
+        )
+    return entry

@@ -1,0 +1,84 @@
+"""Reading request input (query values, JSON bodies) with errors that name the field.
+
+A malformed body or a value of the wrong shape is a 400 naming the field; a well-formed value
+that is wrong for what it asks (a date range that ends before it starts) is a 422, raised by the
+handler that knows why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+import orjson
+
+from pysched.web.api_errors import ApiError
+
+MAX_BODY = 64 * 1024
+"""Action bodies are tiny; anything bigger is refused before it is parsed."""
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object a request carries; an empty body is ``{}``."""
+    if len(raw) > MAX_BODY:
+        raise ApiError(413, f"the body is larger than {MAX_BODY} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        value: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, f"the body is not valid JSON: {exc}", field="body") from None
+    if not isinstance(value, dict):
+        raise ApiError(400, 'the body must be a JSON object, like {"why": "..."}', field="body")
+    body: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+    return body
+
+
+def only_keys(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in body:
+        if key not in allowed:
+            known = ", ".join(allowed) or "none"
+            raise ApiError(422, f"unknown field {key!r} (fields: {known})", field=key)
+
+
+def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> str | None:
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise ApiError(422, f"{key!r} is required", field=key)
+        return None
+    if not isinstance(value, str):
+        raise ApiError(422, f"{key!r} must be a string", field=key)
+    if len(value) > 1000:
+        raise ApiError(422, f"{key!r} is longer than 1000 characters", field=key)
+    return value
+
+
+def date_value(text: str, field: str, *, status: int = 400) -> date:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise ApiError(
+            status,
+            f"{field} {text!r} is not a date: write YYYY-MM-DD, like 2026-10-16",
+            field=field,
+        ) from None
+
+
+def date_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> date | None:
+    text = text_field(body, key, required=required)
+    return date_value(text, key, status=422) if text is not None else None
+
+
+def int_query(args: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    text = args.get(key)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ApiError(400, f"{key} {text!r} is not a whole number", field=key) from None
+    if not low <= value <= high:
+        raise ApiError(400, f"{key} must be from {low} to {high}, not {value}", field=key)
+    return value

@@ -1,0 +1,280 @@
+"""The OpenAPI 3.1 document of the API, built from the route table (``pysched.web.routes``)
+so the document and the routes are one list; the component schemas describe the views in
+``pysched.web.views``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pysched.web.api_errors import CODES
+from pysched.web.routes import ROUTES, Param
+
+_STR = {"type": "string"}
+_NSTR = {"type": ["string", "null"]}
+_TIME = {"type": "string", "format": "date-time"}
+_NTIME = {"type": ["string", "null"], "format": "date-time"}
+_DATE = {"type": "string", "format": "date"}
+_INT = {"type": "integer"}
+_NINT = {"type": ["integer", "null"]}
+_NNUM = {"type": ["number", "null"]}
+_BOOL = {"type": "boolean"}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required if required is not None else list(properties),
+    }
+
+
+def _list_of(key: str, item: str, **more: Any) -> dict[str, Any]:
+    return _object({key: {"type": "array", "items": _ref(item)}, **more})
+
+
+_ATTEMPT = _object(
+    {
+        "number": _INT,
+        "started_at": _TIME,
+        "ended_at": _NTIME,
+        "exit_code": _NINT,
+        "signal": _NINT,
+        "outcome": _NSTR,
+        "message": _STR,
+        "has_log": _BOOL,
+    }
+)
+_RUN = _object(
+    {
+        "run_id": _STR,
+        "job": _STR,
+        "run_date": _DATE,
+        "n": _INT,
+        "state": _STR,
+        "reason": _STR,
+        "trigger": _STR,
+        "upstream": _NSTR,
+        "created_at": _TIME,
+        "scheduled_for": _TIME,
+        "next_try_at": _NTIME,
+        "forced": _BOOL,
+        "started_at": _NTIME,
+        "ended_at": _NTIME,
+        "duration_s": _NNUM,
+        "typical_duration_s": _NNUM,
+        "attempts": {"type": "array", "items": _ref("Attempt")},
+    }
+)
+_EVENT = _object({"id": _INT, "at": _TIME, "kind": _STR, "data": {"type": "object"}})
+_ACTION = _object(
+    {
+        "id": _STR,
+        "at": _TIME,
+        "by": _STR,
+        "why": _STR,
+        "action": _STR,
+        "target": _STR,
+    }
+)
+_JOB = _object(
+    {
+        "name": _STR,
+        "description": _STR,
+        "owner": _STR,
+        "schedule": _NSTR,
+        "timezone": _STR,
+        "calendar": _NSTR,
+        "pool": _NSTR,
+        "priority": _INT,
+        "depends_on": {"type": "array", "items": _STR},
+        "enabled": _BOOL,
+        "held": _BOOL,
+        "next_firings": {"type": "array", "items": _TIME},
+        "recent_runs": {"type": "array", "items": _ref("Run")},
+    }
+)
+
+SCHEMAS: dict[str, Any] = {
+    "Attempt": _ATTEMPT,
+    "Run": _RUN,
+    "RunDetail": {
+        "allOf": [
+            _ref("Run"),
+            _object(
+                {
+                    "events": {"type": "array", "items": _ref("Event")},
+                    "actions": {"type": "array", "items": _ref("Action")},
+                }
+            ),
+        ]
+    },
+    "RunList": _list_of("runs", "Run", count=_INT),
+    "Event": _EVENT,
+    "Action": _ACTION,
+    "Job": _JOB,
+    "JobList": _list_of("jobs", "Job"),
+    "JobHold": _object(
+        {"job": _STR, "held": _BOOL, "released": {"type": "array", "items": _ref("Run")}},
+        ["job", "held"],
+    ),
+    "LogSlice": _object(
+        {
+            "run_id": _STR,
+            "attempt": _INT,
+            "stream": _STR,
+            "offset": _INT,
+            "next_offset": _INT,
+            "size": _INT,
+            "data": _STR,
+            "complete": _BOOL,
+        }
+    ),
+    "Forecast": _object(
+        {
+            "from": _DATE,
+            "to": _DATE,
+            "runs": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "job": _STR,
+                        "run_date": _DATE,
+                        "fires_at": _TIME,
+                        "trigger": _STR,
+                        "upstream": _NSTR,
+                    }
+                ),
+            },
+        }
+    ),
+    "Reload": _object(
+        {
+            "applied": _BOOL,
+            "changed": _BOOL,
+            "sha256": _STR,
+            "warnings": {"type": "array", "items": _STR},
+        }
+    ),
+    "Version": _object(
+        {"sha256": _STR, "at": _TIME, "by": _STR, "current": _BOOL, "text": _STR},
+        ["sha256", "at", "by", "current"],
+    ),
+    "VersionList": _list_of("versions", "Version"),
+    "Diff": _object({"from": _STR, "to": _STR, "diff": _STR}),
+    "Token": _object({"name": _STR, "role": _STR, "created": _TIME}),
+    "TokenList": _list_of("tokens", "Token"),
+    "NewToken": _object({"name": _STR, "role": _STR, "created": _TIME, "token": _STR}),
+    "Health": _object({"status": _STR, "error": _STR}, ["status"]),
+    "Error": _object(
+        {
+            "error": _object(
+                {
+                    "status": _INT,
+                    "code": _STR,
+                    "message": _STR,
+                    "field": _NSTR,
+                    "state": _NSTR,
+                    "problems": {"type": "array", "items": _STR},
+                },
+                ["status", "code", "message"],
+            ),
+        }
+    ),
+}
+
+
+def _schema(param: Param) -> dict[str, Any]:
+    if param.schema == "date":
+        return dict(_DATE)
+    return {"type": param.schema}
+
+
+def _content(result: str) -> dict[str, Any]:
+    if result == "text":
+        return {"text/plain": {"schema": _STR}}
+    if result == "event-stream":
+        return {"text/event-stream": {"schema": _STR}}
+    if result == "object":
+        return {"application/json": {"schema": {"type": "object"}}}
+    return {"application/json": {"schema": _ref(result)}}
+
+
+def openapi_document() -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        parameters: list[dict[str, Any]] = [
+            {"name": name, "in": "path", "required": True, "schema": _STR}
+            for name in _path_names(route.path)
+        ]
+        parameters += [
+            {"name": p.name, "in": "query", "description": p.description, "schema": _schema(p)}
+            for p in route.query
+        ]
+        operation: dict[str, Any] = {
+            "summary": route.summary,
+            "operationId": f"{route.method.lower()}{route.openapi_path.replace('/', '_')}",
+            "tags": [route.tag],
+            "parameters": parameters,
+            "responses": {
+                str(route.success): {"description": "done", "content": _content(route.result)}
+            },
+        }
+        if route.role is None:
+            operation["security"] = []
+        else:
+            operation["x-pysched-role"] = route.role.value
+            for status in (401, 403):
+                operation["responses"][str(status)] = _error(status)
+        for status in route.errors:
+            operation["responses"][str(status)] = _error(status)
+        if route.body:
+            properties = {p.name: {**_schema(p), "description": p.description} for p in route.body}
+            operation["requestBody"] = {
+                "required": bool(route.required),
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": properties,
+                            "required": list(route.required),
+                            "additionalProperties": False,
+                        }
+                    }
+                },
+            }
+        paths.setdefault(route.openapi_path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "pysched",
+            "version": "1",
+            "description": "The pysched scheduler's JSON API. Send 'Authorization: Bearer "
+            "<token>'; roles: viewer (read), operator (actions), admin (reload, config, tokens).",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _error(status: int) -> dict[str, Any]:
+    return {
+        "description": CODES.get(status, "error"),
+        "content": {"application/json": {"schema": _ref("Error")}},
+    }
+
+
+def _path_names(path: str) -> list[str]:
+    names: list[str] = []
+    for part in path.split("/"):
+        if part.startswith("<") and part.endswith(">"):
+            names.append(part[1:-1].split(":")[-1])
+    return names

@@ -1,0 +1,212 @@
+"""Read-only endpoints: jobs, runs, one run with its events, attempt logs, the forecast.
+
+Everything answers from the engine's memory (``engine.book``) on the loop, except the work
+that is pure and may be long (next firings of many jobs, a forecast, reading a log file), which
+goes to a worker thread, so a big request never holds up the engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pysched.config.model import Config
+from pysched.engine.forecast import forecast
+from pysched.engine.runs import Run, RunState
+from pysched.launch.log_files import Stream, attempt_output
+from pysched.web.api_errors import ApiError
+from pysched.web.context import Call
+from pysched.web.inputs import date_value, int_query
+from pysched.web.views import TypicalDurations, action_view, event_view, job_view, run_view
+
+Reply = tuple[int, Any]
+
+RUNS_LIMIT = 1_000
+RUNS_LIMIT_MAX = 10_000
+LOG_LIMIT = 64 * 1024
+LOG_LIMIT_MAX = 1024 * 1024
+FORECAST_DAYS_MAX = 366
+_STATES = ", ".join(state.value for state in RunState)
+
+
+def _next_firings(
+    config: Config, names: list[str], now: datetime, count: int
+) -> list[list[datetime]]:
+    """Each named job's next ``count`` firings (pure: runs in a worker thread)."""
+    result: list[list[datetime]] = []
+    for name in names:
+        schedule = config.jobs[name].schedule
+        if schedule is None or not config.jobs[name].enabled:
+            result.append([])
+            continue
+        firings = itertools.islice(schedule.iter_firings(now), count)
+        result.append([firing.at for firing in firings])
+    return result
+
+
+async def list_jobs(call: Call) -> Reply:
+    engine = call.engine
+    config, now = engine.config, engine.clock.now()
+    names = list(config.jobs)
+    firings = await call.context.offload(_next_firings, config, names, now, 3)
+    typical = TypicalDurations(engine.book)
+    held = engine.held_jobs
+    jobs = [
+        job_view(
+            config.jobs[name],
+            held=name in held,
+            next_firings=next_firings,
+            recent=engine.book.runs(job=name)[-5:],
+            now=now,
+            typical=typical,
+        )
+        for name, next_firings in zip(names, firings, strict=True)
+    ]
+    return 200, {"jobs": jobs}
+
+
+async def one_job(call: Call) -> Reply:
+    engine = call.engine
+    name = call.args["job"]
+    config, now = engine.config, engine.clock.now()
+    job = config.jobs.get(name)
+    if job is None:
+        raise ApiError(404, f"no job {name!r} in the config")
+    (firings,) = await call.context.offload(_next_firings, config, [name], now, 10)
+    view = job_view(
+        job,
+        held=name in engine.held_jobs,
+        next_firings=firings,
+        recent=engine.book.runs(job=name)[-20:],
+        now=now,
+        typical=TypicalDurations(engine.book),
+    )
+    return 200, view
+
+
+def _state_query(text: str | None) -> RunState | None:
+    if not text:
+        return None
+    try:
+        return RunState(text)
+    except ValueError:
+        raise ApiError(400, f"unknown state {text!r} (states: {_STATES})", field="state") from None
+
+
+async def list_runs(call: Call) -> Reply:
+    engine = call.engine
+    query = call.query
+    day = date_value(query["date"], "date") if query.get("date") else None
+    state = _state_query(query.get("state"))
+    limit = int_query(query, "limit", RUNS_LIMIT, 1, RUNS_LIMIT_MAX)
+    job = query.get("job") or None
+    runs = engine.book.runs(job=job, run_date=day, state=state)
+    count = len(runs)
+    now = engine.clock.now()
+    typical = TypicalDurations(engine.book)
+    views = [run_view(run, now=now, typical=typical) for run in runs[-limit:]]
+    return 200, {"runs": views, "count": count}
+
+
+def _run(call: Call) -> Run:
+    run_id = call.args["run_id"]
+    run = call.engine.book.find(run_id)
+    if run is None:
+        raise ApiError(404, f"no run {run_id!r} (run ids look like extract.2026-10-16.1)")
+    return run
+
+
+async def one_run(call: Call) -> Reply:
+    engine = call.engine
+    run = _run(call)
+    view = run_view(run, now=engine.clock.now(), typical=TypicalDurations(engine.book))
+    view["events"] = [
+        event_view(event)
+        for event in engine.events.recent()
+        if event.data.get("run_id") == run.run_id
+    ]
+    view["actions"] = [action_view(action) for action in engine.actions_for(run.run_id)]
+    return 200, view
+
+
+def _read_slice(path: Path, offset: int, limit: int) -> tuple[bytes, int] | None:
+    """``limit`` bytes of ``path`` from ``offset``, and the file's size; None if missing."""
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            file.seek(min(offset, size))
+            return file.read(limit), size
+    except FileNotFoundError:
+        return None
+
+
+async def attempt_log(call: Call) -> Reply:
+    engine = call.engine
+    run = _run(call)
+    text = call.args["attempt"]
+    if not text.isdigit():
+        raise ApiError(400, f"attempt {text!r} is not a number", field="attempt")
+    number = int(text)
+    attempt = next((a for a in run.attempts if a.number == number), None)
+    if attempt is None:
+        made = len(run.attempts)
+        raise ApiError(404, f"run {run.run_id} has no attempt {number} ({made} made so far)")
+    stream_text = call.query.get("stream") or "stdout"
+    if stream_text not in ("stdout", "stderr"):
+        raise ApiError(400, f"stream must be stdout or stderr, not {stream_text!r}", field="stream")
+    stream: Stream = "stdout" if stream_text == "stdout" else "stderr"
+    offset = int_query(call.query, "offset", 0, 0, 2**62)
+    limit = int_query(call.query, "limit", LOG_LIMIT, 1, LOG_LIMIT_MAX)
+    path = attempt_output(
+        engine.config.scheduler.log_dir, run.job, run.run_date, run.run_id, number, stream
+    )
+    found = await call.context.offload(_read_slice, path, offset, limit)
+    if found is None:
+        raise ApiError(
+            404, f"attempt {number} of {run.run_id} has no {stream} file (it never started?)"
+        )
+    data, size = found
+    next_offset = min(offset, size) + len(data)
+    ended = attempt.outcome is not None
+    return 200, {
+        "run_id": run.run_id,
+        "attempt": number,
+        "stream": stream,
+        "offset": offset,
+        "next_offset": next_offset,
+        "size": size,
+        "data": data.decode("utf-8", "replace"),
+        "complete": ended and next_offset >= size,
+    }
+
+
+async def forecast_window(call: Call) -> Reply:
+    engine = call.engine
+    query = call.query
+    config = engine.config
+    if query.get("date"):
+        if query.get("from") or query.get("to"):
+            raise ApiError(400, "give date, or from and to, not both", field="date")
+        first = last = date_value(query["date"], "date")
+    elif query.get("from") or query.get("to"):
+        if not (query.get("from") and query.get("to")):
+            raise ApiError(
+                400, "give both from and to", field="to" if query.get("from") else "from"
+            )
+        first = date_value(query["from"], "from")
+        last = date_value(query["to"], "to")
+        if last < first:
+            raise ApiError(422, f"to ({last}) is before from ({first})", field="to")
+        if (last - first).days >= FORECAST_DAYS_MAX:
+            raise ApiError(422, f"a forecast covers at most {FORECAST_DAYS_MAX} days", field="to")
+    else:
+        first = last = engine.clock.now().astimezone(config.scheduler.timezone).date()
+    runs = await call.context.offload(forecast, config, first, last)
+    return 200, {
+        "from": first.isoformat(),
+        "to": last.isoformat(),
+        "runs": [run.to_json() for run in runs],
+    }

@@ -1,0 +1,149 @@
+"""Every endpoint in one table: method, path, the role it needs, its handler, and what the
+OpenAPI document says of it. The app registers exactly these routes and the OpenAPI document
+is built from the same table, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pysched.tokens import Role
+from pysched.web import action_handlers as acts
+from pysched.web import admin_handlers as admin
+from pysched.web import read_handlers as read
+from pysched.web.context import Call
+
+Handler = Callable[[Call], Awaitable[tuple[int, Any]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Param:
+    name: str
+    description: str
+    schema: str = "string"
+    """A JSON Schema type name, or ``date`` for a YYYY-MM-DD string."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route:
+    method: str
+    path: str
+    """In Quart's form: ``/api/v1/runs/<run_id>``."""
+    role: Role | None
+    """None: no token needed (health probes, the OpenAPI document)."""
+    summary: str
+    handler: Handler | None = None
+    """None for the routes the app serves itself (events, metrics, probes, openapi)."""
+    query: tuple[Param, ...] = ()
+    body: tuple[Param, ...] = ()
+    required: tuple[str, ...] = ()
+    """Body fields that must be present."""
+    success: int = 200
+    result: str = "object"
+    """The name of the response's schema in the OpenAPI components, or a content kind."""
+    errors: tuple[int, ...] = ()
+    tag: str = "runs"
+
+    @property
+    def openapi_path(self) -> str:
+        return self.path.replace("<", "{").replace(">", "}")
+
+
+_WHY = Param(name="why", description="Why, for the audit trail.")
+_DATE = "date"
+
+ROUTES: tuple[Route, ...] = (
+    Route(method="GET", path="/healthz", role=None, summary="Liveness: the process answers.",
+          result="Health", tag="service"),
+    Route(method="GET", path="/readyz", role=None, summary="Readiness: the engine runs.",
+          result="Health", errors=(503,), tag="service"),
+    Route(method="GET", path="/metrics", role=Role.VIEWER,
+          summary="Prometheus metrics (text format 0.0.4).", result="text", tag="service"),
+    Route(method="GET", path="/api/v1/openapi.json", role=None, summary="This document.",
+          result="object", tag="service"),
+    Route(method="GET", path="/api/v1/jobs", role=Role.VIEWER, handler=read.list_jobs,
+          summary="Every job: definition, next three firings, five latest runs.",
+          result="JobList", tag="jobs"),
+    Route(method="GET", path="/api/v1/jobs/<job>", role=Role.VIEWER, handler=read.one_job,
+          summary="One job: definition, next ten firings, twenty latest runs.",
+          result="Job", errors=(404,), tag="jobs"),
+    Route(method="POST", path="/api/v1/jobs/<job>/trigger", role=Role.OPERATOR,
+          handler=acts.trigger, summary="A new run of the job (dependencies apply).",
+          body=(Param(name="run_date", description="Default: today's run date.", schema=_DATE),
+                _WHY),
+          success=201, result="Run", errors=(400, 404, 409, 422), tag="jobs"),
+    Route(method="POST", path="/api/v1/jobs/<job>/hold", role=Role.OPERATOR,
+          handler=acts.hold_job, summary="Hold the job: its new runs are created held.",
+          body=(_WHY,), result="JobHold", errors=(404, 409, 422), tag="jobs"),
+    Route(method="POST", path="/api/v1/jobs/<job>/release", role=Role.OPERATOR,
+          handler=acts.release_job, summary="Release a held job and the runs it held.",
+          body=(_WHY,), result="JobHold", errors=(404, 409, 422), tag="jobs"),
+    Route(method="POST", path="/api/v1/jobs/<job>/backfill", role=Role.OPERATOR,
+          handler=acts.backfill, summary="A run for each business day from..to.",
+          body=(Param(name="from", description="First run date.", schema=_DATE),
+                Param(name="to", description="Last run date.", schema=_DATE), _WHY),
+          required=("from", "to"), success=201, result="RunList", errors=(404, 409, 422),
+          tag="jobs"),
+    Route(method="GET", path="/api/v1/runs", role=Role.VIEWER, handler=read.list_runs,
+          summary="Runs, in creation order, filtered by run date, job and state.",
+          query=(Param(name="date", description="Run date.", schema=_DATE),
+                 Param(name="job", description="Job name."),
+                 Param(name="state", description="Run state."),
+                 Param(name="limit", description="At most this many, the newest (1000).",
+                       schema="integer")),
+          result="RunList", errors=(400,)),
+    Route(method="GET", path="/api/v1/runs/<run_id>", role=Role.VIEWER, handler=read.one_run,
+          summary="One run with its attempts, recent events and actions.", result="RunDetail",
+          errors=(404,)),
+    Route(method="GET", path="/api/v1/runs/<run_id>/attempts/<attempt>/log", role=Role.VIEWER,
+          handler=read.attempt_log, summary="A slice of an attempt's stdout or stderr.",
+          query=(Param(name="stream", description="stdout (default) or stderr."),
+                 Param(name="offset", description="Byte offset to read from.", schema="integer"),
+                 Param(name="limit", description="At most this many bytes (65536).",
+                       schema="integer")),
+          result="LogSlice", errors=(400, 404)),
+    *(
+        Route(method="POST", path=f"/api/v1/runs/<run_id>/{action}", role=Role.OPERATOR,
+              handler=acts.run_action_handler(action), summary=f"{action} the run.",
+              body=(_WHY,), result="Run", errors=(404, 409, 422))
+        for action in acts.RUN_ACTIONS
+    ),
+    Route(method="GET", path="/api/v1/forecast", role=Role.VIEWER, handler=read.forecast_window,
+          summary="Every run the config would create on a day or in a window.",
+          query=(Param(name="date", description="One day.", schema=_DATE),
+                 Param(name="from", description="First day.", schema=_DATE),
+                 Param(name="to", description="Last day.", schema=_DATE)),
+          result="Forecast", errors=(400, 422), tag="jobs"),
+    Route(method="GET", path="/api/v1/events", role=Role.VIEWER,
+          summary="Server-sent events: every committed change, numbered.",
+          query=(Param(name="last_event_id", description="Resume after this id.",
+                       schema="integer"),),
+          result="event-stream", errors=(400,), tag="events"),
+    Route(method="POST", path="/api/v1/reload", role=Role.ADMIN, handler=admin.reload,
+          summary="Re-read the config file; apply it whole or not at all.", result="Reload",
+          errors=(422,), tag="admin"),
+    Route(method="GET", path="/api/v1/config/versions", role=Role.ADMIN,
+          handler=admin.config_versions, summary="Every config version journaled.",
+          result="VersionList", tag="admin"),
+    Route(method="GET", path="/api/v1/config/versions/<sha>", role=Role.ADMIN,
+          handler=admin.config_version, summary="One config version with its text.",
+          result="Version", errors=(400, 404), tag="admin"),
+    Route(method="GET", path="/api/v1/config/diff", role=Role.ADMIN, handler=admin.config_diff,
+          summary="A unified diff between two config versions.",
+          query=(Param(name="from", description="Older version (sha256 prefix)."),
+                 Param(name="to", description="Newer version (sha256 prefix).")),
+          result="Diff", errors=(400, 404), tag="admin"),
+    Route(method="GET", path="/api/v1/tokens", role=Role.ADMIN, handler=admin.list_tokens,
+          summary="The tokens (names and roles, never secrets).", result="TokenList",
+          tag="admin"),
+    Route(method="POST", path="/api/v1/tokens", role=Role.ADMIN, handler=admin.create_token,
+          summary="A new token; its secret is in this answer only.",
+          body=(Param(name="name", description="Who holds it (audit trail)."),
+                Param(name="role", description="viewer, operator or admin.")),
+          required=("name",), success=201, result="NewToken", errors=(409, 422), tag="admin"),
+    Route(method="DELETE", path="/api/v1/tokens/<name>", role=Role.ADMIN,
+          handler=admin.revoke_token, summary="Revoke a token.", result="object",
+          errors=(404,), tag="admin"),
+)  # fmt: skip

@@ -1,0 +1,140 @@
+"""What the API shows of runs, jobs and events: plain JSON-ready dicts with readable keys.
+
+The journal's records use short keys to stay small; the API spells things out
+(``started_at``, ``exit_code``) and adds what a person wants at a glance: how long a run took
+and how long the job's runs usually take.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pysched.config.model import Job
+from pysched.engine.book import Book
+from pysched.engine.events import Event
+from pysched.engine.runs import Attempt, AttemptOutcome, Run, RunState
+
+TYPICAL_SAMPLE = 20
+"""How many of a job's latest succeeded runs its typical duration is the median of."""
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def attempt_view(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "number": attempt.number,
+        "started_at": attempt.started_at.isoformat(),
+        "ended_at": _iso(attempt.ended_at),
+        "exit_code": attempt.exit_code,
+        "signal": attempt.signal,
+        "outcome": attempt.outcome.value if attempt.outcome else None,
+        "message": attempt.message,
+        "has_log": attempt.outcome is not AttemptOutcome.START_FAILED,
+    }
+
+
+def run_duration(run: Run, now: datetime) -> float | None:
+    """Seconds from the run's first attempt to its last attempt's end (to ``now`` while it
+    is still going); None before it started."""
+    if not run.attempts:
+        return None
+    start = run.attempts[0].started_at
+    last = run.attempts[-1]
+    if last.ended_at is not None and (run.state.finished or run.state is not RunState.RUNNING):
+        end = last.ended_at
+    else:
+        end = now
+    return max(0.0, (end - start).total_seconds())
+
+
+class TypicalDurations:
+    """Each job's typical duration (median of its latest succeeded runs), worked out once per
+    request however many of its runs are shown."""
+
+    def __init__(self, book: Book) -> None:
+        self._book = book
+        self._known: dict[str, float | None] = {}
+
+    def of(self, job: str) -> float | None:
+        if job not in self._known:
+            durations: list[float] = []
+            for run in reversed(self._book.runs(job=job)):
+                if run.state is RunState.SUCCEEDED and run.attempts:
+                    last = run.attempts[-1]
+                    if last.ended_at is not None:
+                        durations.append(
+                            (last.ended_at - run.attempts[0].started_at).total_seconds()
+                        )
+                        if len(durations) == TYPICAL_SAMPLE:
+                            break
+            self._known[job] = statistics.median(durations) if durations else None
+        return self._known[job]
+
+
+def run_view(run: Run, *, now: datetime, typical: TypicalDurations) -> dict[str, Any]:
+    attempts = run.attempts
+    last = attempts[-1] if attempts else None
+    return {
+        "run_id": run.run_id,
+        "job": run.job,
+        "run_date": run.run_date.isoformat(),
+        "n": run.n,
+        "state": run.state.value,
+        "reason": run.reason,
+        "trigger": run.trigger.value,
+        "upstream": run.upstream,
+        "created_at": run.created_at.isoformat(),
+        "scheduled_for": run.scheduled_for.isoformat(),
+        "next_try_at": _iso(run.next_try_at),
+        "forced": run.forced,
+        "started_at": _iso(attempts[0].started_at) if attempts else None,
+        "ended_at": _iso(last.ended_at) if last is not None and run.state.finished else None,
+        "duration_s": run_duration(run, now),
+        "typical_duration_s": typical.of(run.job),
+        "attempts": [attempt_view(attempt) for attempt in attempts],
+    }
+
+
+def job_view(
+    job: Job,
+    *,
+    held: bool,
+    next_firings: Iterable[datetime],
+    recent: Iterable[Run],
+    now: datetime,
+    typical: TypicalDurations,
+) -> dict[str, Any]:
+    return {
+        "name": job.name,
+        "description": job.description,
+        "owner": job.owner,
+        "schedule": " | ".join(str(cron) for cron in job.schedule.crons) if job.schedule else None,
+        "timezone": job.timezone.key,
+        "calendar": job.calendar.name if job.calendar else None,
+        "pool": job.pool,
+        "priority": job.priority,
+        "depends_on": [dependency.job for dependency in job.depends_on],
+        "enabled": job.enabled,
+        "held": held,
+        "next_firings": [instant.isoformat() for instant in next_firings],
+        "recent_runs": [run_view(run, now=now, typical=typical) for run in recent],
+    }
+
+
+def event_view(event: Event) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "at": event.at.isoformat(),
+        "kind": event.kind,
+        "data": dict(event.data),
+    }
+
+
+def action_view(action: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("id", "at", "by", "why", "action", "target")
+    return {key: action.get(key) for key in keys}

@@ -1,0 +1,229 @@
+"""Jobs, runs, logs, the forecast and the actions, through the Quart test client."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from pysched.launch.log_files import attempt_output
+from tests.web.api_harness import open_api
+
+D = "2026-10-16"
+
+
+async def test_trigger_then_read_the_run_its_events_and_the_list(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    async with open_api(tmp_path) as api:
+        status, run = await api.post(
+            "/api/v1/jobs/extract/trigger", {"run_date": D}, role="operator"
+        )
+        assert status == 201
+        assert run["run_id"] == f"extract.{D}.1"
+        assert run["trigger"] == "manual"
+        await api.advance(minutes=5)
+
+        status, body = await api.get(f"/api/v1/runs?date={D}", role="viewer")
+        assert status == 200
+        assert [(r["run_id"], r["state"]) for r in body["runs"]] == [
+            (f"extract.{D}.1", "succeeded"),
+            (f"transform.{D}.1", "succeeded"),
+        ]
+        assert body["count"] == 2
+        first = body["runs"][0]
+        assert first["duration_s"] == 60.0
+        assert first["attempts"][0]["exit_code"] == 0
+
+        status, detail = await api.get(f"/api/v1/runs/extract.{D}.1", role="viewer")
+        kinds = [event["kind"] for event in detail["events"]]
+        assert kinds[0] == "run_created"
+        assert "attempt_started" in kinds and "attempt_ended" in kinds
+        assert detail["events"] == sorted(detail["events"], key=lambda e: e["id"])
+
+        _, by_job = await api.get(f"/api/v1/runs?job=transform&date={D}")
+        assert [r["job"] for r in by_job["runs"]] == ["transform"]
+        _, by_state = await api.get("/api/v1/runs?state=succeeded&limit=1")
+        assert by_state["count"] >= 2 and len(by_state["runs"]) == 1
+
+
+async def test_jobs_show_next_firings_and_recent_runs(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    async with open_api(tmp_path) as api:
+        await api.advance(hours=3)
+        status, body = await api.get("/api/v1/jobs", role="viewer")
+        assert status == 200
+        jobs = {job["name"]: job for job in body["jobs"]}
+        assert jobs["extract"]["next_firings"][0] == "2026-10-20T02:00:00+01:00"
+        assert len(jobs["extract"]["next_firings"]) == 3
+        assert jobs["transform"]["next_firings"] == []
+        assert jobs["transform"]["depends_on"] == ["extract"]
+        assert [r["run_id"] for r in jobs["extract"]["recent_runs"]] == ["extract.2026-10-19.1"]
+        status, one = await api.get("/api/v1/jobs/extract")
+        assert status == 200 and len(one["next_firings"]) == 10
+        status, missing = await api.get("/api/v1/jobs/nope")
+        assert status == 404 and "nope" in missing["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("action", "allowed_from", "after"),
+    [
+        ("hold", "waiting", "held"),
+        ("cancel", "waiting", "cancelled"),
+        ("mark-success", "waiting", "succeeded"),
+        ("force", "waiting", "running"),
+    ],
+)
+async def test_run_actions_return_the_updated_run(
+    tmp_path: Path, action: str, allowed_from: str, after: str
+) -> None:
+    async with open_api(tmp_path) as api:
+        await api.engine.trigger("transform", date(2026, 10, 16))  # waits for extract
+        await api.settle()
+        run_id = f"transform.{D}.1"
+        assert api.engine.book.get(run_id).state.value == allowed_from
+        status, run = await api.post(f"/api/v1/runs/{run_id}/{action}", {"why": "x"}, "operator")
+        assert status == 200, run
+        assert run["run_id"] == run_id and run["state"] == after
+
+
+async def test_an_action_the_state_forbids_is_a_409_naming_the_state(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        await api.engine.trigger("transform", date(2026, 10, 16))
+        await api.settle()
+        status, body = await api.post(f"/api/v1/runs/transform.{D}.1/kill", role="operator")
+        assert status == 409
+        assert body["error"]["state"] == "waiting"
+        assert "waiting" in body["error"]["message"]
+        status, body = await api.post(f"/api/v1/runs/transform.{D}.1/rerun", role="operator")
+        assert (status, body["error"]["state"]) == (409, "waiting")
+
+
+async def test_job_hold_release_and_backfill(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        status, body = await api.post("/api/v1/jobs/extract/hold", {}, "operator")
+        assert (status, body) == (200, {"job": "extract", "held": True})
+        status, body = await api.post("/api/v1/jobs/extract/hold", {}, "operator")
+        assert status == 409
+        _, jobs = await api.get("/api/v1/jobs")
+        assert {j["name"]: j["held"] for j in jobs["jobs"]}["extract"] is True
+        status, body = await api.post("/api/v1/jobs/extract/release", {}, "operator")
+        assert status == 200 and body["held"] is False
+        status, body = await api.post(
+            "/api/v1/jobs/extract/backfill", {"from": "2026-10-12", "to": "2026-10-14"}, "operator"
+        )
+        assert status == 201
+        assert [r["run_date"] for r in body["runs"]] == ["2026-10-12", "2026-10-13", "2026-10-14"]
+
+
+async def test_attempt_logs_by_slice(tmp_path: Path, autojump_clock: object) -> None:
+    async with open_api(tmp_path) as api:
+        await api.engine.trigger("extract", date(2026, 10, 16))
+        await api.advance(minutes=2)
+        log_dir = api.engine.config.scheduler.log_dir
+        out = attempt_output(log_dir, "extract", date(2026, 10, 16), f"extract.{D}.1", 1, "stdout")
+        err = attempt_output(log_dir, "extract", date(2026, 10, 16), f"extract.{D}.1", 1, "stderr")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"line one\nline two\n")
+        err.write_bytes(b"oops \xff\n")
+        base = f"/api/v1/runs/extract.{D}.1/attempts/1/log"
+        status, body = await api.get(f"{base}?limit=9", role="viewer")
+        assert status == 200
+        assert (body["data"], body["next_offset"], body["size"], body["complete"]) == (
+            "line one\n",
+            9,
+            18,
+            False,
+        )
+        _, rest = await api.get(f"{base}?offset=9")
+        assert (rest["data"], rest["complete"]) == ("line two\n", True)
+        _, stderr = await api.get(f"{base}?stream=stderr")
+        assert stderr["data"] == "oops \ufffd\n"
+        status, body = await api.get(f"/api/v1/runs/extract.{D}.1/attempts/2/log")
+        assert status == 404 and "no attempt 2" in body["error"]["message"]
+
+
+async def test_forecast_over_the_api(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        status, body = await api.get("/api/v1/forecast?date=2026-10-19", role="viewer")
+        assert status == 200
+        assert [(r["job"], r["run_date"]) for r in body["runs"]][:2] == [
+            ("extract", "2026-10-19"),
+            ("transform", "2026-10-19"),
+        ]
+        status, body = await api.get("/api/v1/forecast?from=2026-10-19&to=2026-10-25")
+        assert status == 200 and body["from"] == "2026-10-19" and body["to"] == "2026-10-25"
+
+
+BAD_REQUESTS = [
+    ("GET", "/api/v1/runs?date=16/10/2026", None, 400, "date"),
+    ("GET", "/api/v1/runs?state=done", None, 400, "state"),
+    ("GET", "/api/v1/runs?limit=0", None, 400, "limit"),
+    ("GET", "/api/v1/runs?limit=lots", None, 400, "limit"),
+    ("GET", "/api/v1/runs/nope.2026-10-16.1", None, 404, None),
+    ("GET", f"/api/v1/runs/extract.{D}.1/attempts/x/log", None, 400, "attempt"),
+    ("GET", f"/api/v1/runs/extract.{D}.1/attempts/1/log?stream=both", None, 400, "stream"),
+    ("GET", f"/api/v1/runs/extract.{D}.1/attempts/1/log?offset=-1", None, 400, "offset"),
+    ("GET", "/api/v1/jobs/nope", None, 404, None),
+    ("GET", "/api/v1/forecast?date=tomorrow", None, 400, "date"),
+    ("GET", "/api/v1/forecast?from=2026-10-19", None, 400, "to"),
+    ("GET", "/api/v1/forecast?from=2026-10-19&to=2026-10-01", None, 422, "to"),
+    ("GET", "/api/v1/forecast?from=2026-01-01&to=2027-12-31", None, 422, "to"),
+    ("GET", "/api/v1/events?last_event_id=abc", None, 400, "last_event_id"),
+    ("POST", "/api/v1/jobs/extract/trigger", b"{not json", 400, "body"),
+    ("POST", "/api/v1/jobs/extract/trigger", b"[1, 2]", 400, "body"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "16-10-2026"}, 422, "run_date"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": 20261016}, 422, "run_date"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"rundate": D}, 422, "rundate"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "1990-01-01"}, 422, None),
+    ("POST", "/api/v1/jobs/nope/trigger", {}, 404, None),
+    ("POST", "/api/v1/jobs/nope/hold", {}, 404, None),
+    ("POST", "/api/v1/jobs/extract/release", {}, 409, None),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": "2026-10-12"}, 422, "to"),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": "2026-10-12", "to": "2026-10-1"}, 422, "to"),
+    ("POST", "/api/v1/runs/nope.2026-10-16.1/hold", {}, 404, None),
+    ("POST", f"/api/v1/runs/extract.{D}.1/hold", {"why": 5}, 422, "why"),
+    ("POST", f"/api/v1/runs/extract.{D}.1/hold", {"why": "x" * 2000}, 422, "why"),
+    ("POST", f"/api/v1/runs/extract.{D}.1/explode", {}, 404, None),
+    ("DELETE", f"/api/v1/runs/extract.{D}.1", None, 405, None),
+    ("POST", "/api/v1/tokens", {"name": "bad name!", "role": "viewer"}, 422, "name"),
+    ("POST", "/api/v1/tokens", {"name": "ok", "role": "root"}, 422, "role"),
+    ("POST", "/api/v1/tokens", {"role": "viewer"}, 422, "name"),
+    ("POST", "/api/v1/tokens", {"name": "admin-person"}, 409, None),
+    ("DELETE", "/api/v1/tokens/nobody", None, 404, None),
+    ("GET", "/api/v1/config/versions/xyz", None, 400, "sha"),
+    ("GET", "/api/v1/config/versions/abcdef12", None, 404, None),
+    ("GET", "/api/v1/config/diff?from=abcdef", None, 400, "to"),
+    ("POST", "/api/v1/reload", {"now": True}, 422, "now"),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    BAD_REQUESTS,
+    ids=[f"{m} {p} {s}" for m, p, _, s, _ in BAD_REQUESTS],
+)
+async def test_bad_input_gets_a_clear_4xx(
+    tmp_path: Path, method: str, path: str, body: object, status: int, field: str | None
+) -> None:
+    async with open_api(tmp_path) as api:
+        await api.engine.trigger("extract", date(2026, 10, 16))
+        await api.settle()
+        client = api.app.test_client()
+        headers = api.headers("admin")
+        if method == "GET":
+            response = await client.get(path, headers=headers)
+        elif method == "DELETE":
+            response = await client.delete(path, headers=headers)
+        elif isinstance(body, bytes):
+            response = await client.post(path, data=body, headers=headers)
+        else:
+            response = await client.post(path, json=body, headers=headers)
+        answer = await response.get_json()
+        assert response.status_code == status, answer
+        error = answer["error"]
+        assert error["status"] == status and error["message"]
+        if field is not None:
+            assert error["field"] == field, error
