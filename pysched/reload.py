@@ -114,7 +114,7 @@ class Reloader:
         if problems or new is None:
             for problem in problems:
                 log.error("reload refused: %s", problem)
-            log.error("reload refused (%d problems); the running config stays", len(problems))
+            log.error("reload refused (%d problem(s)); the running config stays", len(problems))
             await engine.reload_failed(problems, by=by)
             return ReloadOutcome(
                 applied=False, changed=False, sha256=current.sha256, problems=tuple(problems)

@@ -299,7 +299,7 @@ def describe(event: Event) -> str:
         who = f" by {data['by']}" if data.get("by") else ""
         return f"config {str(data.get('sha256', ''))[:12]} applied{who}"
     if event.kind == "reload_failed":
-        return f"reload refused ({len(data.get('problems', []))} problems); the config stays"
+        return f"reload refused ({len(data.get('problems', []))} problem(s)); the config stays"
     return f"{event.kind} {dict(data)}"
 
 

@@ -75,7 +75,7 @@ def create_app(context: WebContext) -> QuartTrio:
             response.headers["Content-Type"] = METRICS_CONTENT_TYPE
             return response
         if path == "/api/v1/events":
-            after = resume_point(call.headers.get("Last-Event-ID"), call.query.get("last_event_id"))
+            after = resume_point(call.headers.get("last-event-id"), call.query.get("last_event_id"))
             frames = event_frames(
                 engine.events,
                 after,
@@ -108,7 +108,7 @@ def create_app(context: WebContext) -> QuartTrio:
                     query=request.args.to_dict(),
                     body=body,
                     caller=caller,
-                    headers=dict(request.headers),
+                    headers={key.lower(): value for key, value in request.headers.items()},
                 )
                 if route.handler is None:
                     return await special(route, call)

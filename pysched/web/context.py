@@ -57,6 +57,7 @@ class Call:
     body: Mapping[str, Any]
     caller: TokenEntry | None
     headers: Mapping[str, str]
+    """Request headers, names in lower case."""
 
     @property
     def engine(self) -> Engine:

@@ -1,0 +1,119 @@
+"""The SSE stream: resuming with Last-Event-ID, ``reset`` for a reader left behind, stopping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+import trio
+
+from pysched.engine.events import EventLog
+from pysched.web.api_errors import ApiError
+from pysched.web.event_stream import EncodedEvents, event_frames, resume_point
+
+AT = datetime(2026, 10, 19, tzinfo=UTC)
+
+
+def parse(frame: bytes) -> tuple[int, str, dict[str, object]]:
+    fields = dict(line.split(": ", 1) for line in frame.decode().strip().split("\n"))
+    return int(fields["id"]), fields["event"], orjson.loads(fields["data"])
+
+
+async def collect(log: EventLog, after: int | None, stopping: trio.Event, count: int) -> list:
+    frames = []
+    stream = event_frames(
+        log, after, stopping=stopping, keepalive_seconds=60, encoded=EncodedEvents()
+    )
+    async for frame in stream:
+        if frame.startswith((b"retry", b":")):
+            continue
+        frames.append(parse(frame))
+        if len(frames) == count:
+            break
+    await stream.aclose()
+    return frames
+
+
+def publish(log: EventLog, n: int) -> None:
+    for i in range(n):
+        log.publish(AT, "run_changed", {"run_id": f"a.2026-10-19.{i}", "state": "queued"})
+
+
+async def test_resuming_after_an_id_gets_what_was_missed_in_order() -> None:
+    log = EventLog(capacity=100)
+    publish(log, 10)
+    frames = await collect(log, 6, trio.Event(), 4)
+    assert [f[0] for f in frames] == [7, 8, 9, 10]
+    assert frames[0][1] == "run_changed"
+    assert frames[0][2]["data"] == {"run_id": "a.2026-10-19.6", "state": "queued"}
+
+
+async def test_without_an_id_the_stream_starts_from_now() -> None:
+    log = EventLog(capacity=100)
+    publish(log, 3)
+    async with trio.open_nursery() as nursery:
+        got: list = []
+
+        async def reader() -> None:
+            got.extend(await collect(log, None, trio.Event(), 2))
+
+        nursery.start_soon(reader)
+        await trio.testing.wait_all_tasks_blocked()
+        publish(log, 2)
+    assert [f[0] for f in got] == [4, 5]
+
+
+async def test_a_reader_behind_the_ring_gets_a_reset_then_live_events() -> None:
+    log = EventLog(capacity=5)
+    publish(log, 20)
+    frames = await collect(log, 2, trio.Event(), 1)
+    assert frames == [(20, "reset", {"id": 20, "kind": "reset", "data": {}})]
+
+
+async def test_an_id_from_before_a_restart_gets_a_reset() -> None:
+    log = EventLog(capacity=100)
+    publish(log, 3)
+    frames = await collect(log, 5_000, trio.Event(), 1)
+    assert frames[0][:2] == (3, "reset")
+
+
+async def test_the_stream_ends_when_the_service_stops() -> None:
+    log = EventLog(capacity=100)
+    stopping = trio.Event()
+    frames: list[bytes] = []
+
+    async def reader() -> None:
+        stream = event_frames(
+            log, None, stopping=stopping, keepalive_seconds=60, encoded=EncodedEvents()
+        )
+        async for frame in stream:
+            frames.append(frame)
+
+    with trio.fail_after(1):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            await trio.testing.wait_all_tasks_blocked()
+            stopping.set()
+    assert frames == [b"retry: 2000\n\n"]
+
+
+async def test_keepalive_comments_while_nothing_happens(autojump_clock: object) -> None:
+    log = EventLog(capacity=10)
+    stream = event_frames(
+        log, None, stopping=trio.Event(), keepalive_seconds=15, encoded=EncodedEvents()
+    )
+    assert await stream.__anext__() == b"retry: 2000\n\n"
+    start = trio.current_time()
+    assert await stream.__anext__() == b": keepalive\n\n"
+    assert trio.current_time() - start == pytest.approx(15)
+    await stream.aclose()
+
+
+def test_resume_point_reads_the_header_first() -> None:
+    assert resume_point("12", "5") == 12
+    assert resume_point(None, "5") == 5
+    assert resume_point("", None) is None
+    with pytest.raises(ApiError) as caught:
+        resume_point("-1", None)
+    assert caught.value.status == 400

@@ -1,0 +1,186 @@
+"""A real ``serve``: hypercorn on a free loopback port, httpx as the client, real commands,
+signals for reload and stop, and systemd's notify messages on a real datagram socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import tempfile
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import orjson
+import trio
+
+from pysched.config import load_config
+from pysched.config.model import Listen
+from pysched.engine import RunState
+from pysched.launch.local import LocalLauncher
+from pysched.service import Serving, serve
+from pysched.systemd import SystemdNotifier
+
+CONFIG = """
+scheduler: {state_dir: state, log_dir: logs}
+jobs:
+  hello:
+    schedule: "0 3 1 1 *"
+    command: echo "hello {run_date}"
+"""
+STOP, RELOAD = signal.SIGUSR1, signal.SIGUSR2
+
+
+@asynccontextmanager
+async def live(
+    tmp_path: Path, notifier: SystemdNotifier | None = None
+) -> AsyncIterator[tuple[Serving, httpx.AsyncClient, trio.Nursery]]:
+    path = tmp_path / "pysched.yaml"
+    path.write_text(textwrap.dedent(CONFIG))
+    config = load_config(path)
+    async with trio.open_nursery() as nursery:
+        serving: Serving = await nursery.start(
+            lambda task_status: serve(
+                config,
+                launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+                listen=Listen.parse("127.0.0.1:0"),
+                notifier=notifier,
+                stop_signals=(STOP,),
+                reload_signals=(RELOAD,),
+                task_status=task_status,
+            )
+        )
+        token = (tmp_path / "state" / "admin.token").read_text().strip()
+        async with httpx.AsyncClient(
+            base_url=serving.urls[0], headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ) as client:
+            yield serving, client, nursery
+
+
+async def read_events(response: httpx.Response, count: int) -> list[dict]:
+    events: list[dict] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            events.append(orjson.loads(line[6:]))
+            if len(events) == count:
+                break
+    return events
+
+
+async def test_the_api_over_http_with_an_event_stream_and_a_quick_stop(tmp_path: Path) -> None:
+    async with live(tmp_path) as (serving, client, _nursery):
+        assert serving.urls[0].startswith("http://127.0.0.1:")
+        assert (await client.get("/readyz")).json() == {"status": "ready"}
+        assert oct((tmp_path / "state" / "admin.token").stat().st_mode & 0o777) == "0o600"
+        assert "admin.token" not in (tmp_path / "state" / "tokens.json").read_text()
+
+        async with client.stream("GET", "/api/v1/events") as stream:
+            answer = await client.post(
+                "/api/v1/jobs/hello/trigger", json={"run_date": "2026-10-16"}
+            )
+            assert answer.status_code == 201
+            with trio.fail_after(10):
+                events = await read_events(stream, 4)
+        assert [e["kind"] for e in events][:2] == ["run_created", "run_changed"]
+        ids = [e["id"] for e in events]
+        assert ids == sorted(ids)
+
+        with trio.fail_after(10):
+            while serving.engine.book.get("hello.2026-10-16.1").state is not RunState.SUCCEEDED:
+                await trio.sleep(0.05)
+        log = await client.get("/api/v1/runs/hello.2026-10-16.1/attempts/1/log")
+        assert log.json()["data"] == "hello 2026-10-16\n"
+
+        # reconnecting with Last-Event-ID gets what came after it
+        async with client.stream(
+            "GET", "/api/v1/events", headers={"Last-Event-ID": str(ids[1])}
+        ) as stream:
+            with trio.fail_after(10):
+                resumed = await read_events(stream, 2)
+        assert [e["id"] for e in resumed] == [ids[1] + 1, ids[1] + 2]
+
+        metrics = await client.get("/metrics")
+        assert metrics.status_code == 200
+        assert 'pysched_runs{state="succeeded"}' in metrics.text
+        assert (
+            await client.get("/metrics", headers={"Authorization": "Bearer x"})
+        ).status_code == 401
+
+        # a stop with a stream still open ends at once, not after hypercorn's grace period
+        async with client.stream("GET", "/api/v1/events") as stream:
+            started = trio.current_time()
+            os.kill(os.getpid(), STOP)
+            with trio.fail_after(3):
+                async for _ in stream.aiter_lines():
+                    pass
+    assert trio.current_time() - started < 3
+
+
+async def test_reload_on_the_signal_and_over_the_api(tmp_path: Path) -> None:
+    async with live(tmp_path) as (serving, client, nursery):
+        engine = serving.engine
+        path = tmp_path / "pysched.yaml"
+        first = engine.config.sha256
+        path.write_text(
+            path.read_text() + '  bye:\n    schedule: "0 4 1 1 *"\n    command: echo bye\n'
+        )
+        os.kill(os.getpid(), RELOAD)
+        with trio.fail_after(10):
+            while "bye" not in engine.config.jobs:
+                await trio.sleep(0.05)
+        second = engine.config.sha256
+
+        path.write_text(path.read_text() + "  broken: {command: 5, scedule: x}\n")
+        answer = await client.post("/api/v1/reload")
+        assert answer.status_code == 422
+        problems = answer.json()["error"]["problems"]
+        assert any("scedule" in p for p in problems)
+        assert engine.config.sha256 == second  # nothing half-applied
+
+        os.kill(os.getpid(), RELOAD)  # the same bad file on the signal: refused, recorded
+        with trio.fail_after(10):
+            while len([e for e in engine.events.recent() if e.kind == "reload_failed"]) < 2:
+                await trio.sleep(0.05)
+        assert engine.config.sha256 == second
+
+        versions = (await client.get("/api/v1/config/versions")).json()["versions"]
+        assert [v["sha256"] for v in versions] == [first, second]
+        assert versions[-1]["current"] is True
+        diff = (await client.get(f"/api/v1/config/diff?from={first[:8]}&to={second[:8]}")).json()
+        assert "+  bye:" in diff["diff"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_systemd_hears_ready_reloading_and_stopping(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory() as short:  # sun_path is short; tmp_path may be deep
+        address = str(Path(short) / "notify")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        listener.bind(address)
+        listener.setblocking(False)
+        messages: list[str] = []
+
+        def drain() -> None:
+            while True:
+                try:
+                    messages.append(listener.recv(4096).decode())
+                except BlockingIOError:
+                    return
+
+        try:
+            async with live(tmp_path, SystemdNotifier(address)) as (_serving, _client, _nursery):
+                drain()
+                assert messages == ["READY=1"]
+                os.kill(os.getpid(), RELOAD)
+                with trio.fail_after(10):
+                    while len(messages) < 3:
+                        await trio.sleep(0.05)
+                        drain()
+                assert messages[1].startswith("RELOADING=1\nMONOTONIC_USEC=")
+                assert messages[2] == "READY=1"
+                os.kill(os.getpid(), STOP)
+            drain()
+            assert messages[-1] == "STOPPING=1"
+        finally:
+            listener.close()
