@@ -8,6 +8,9 @@ taken while commits are in flight can cause, changes nothing.
 type      data
 ========  ========================================================================
 run       the whole run (``Run.to_data``): state, reason, attempts, ...
+runs      many runs at once, ``runs``: a list of ``run`` data (snapshots write runs in
+          chunks of ``SNAPSHOT_CHUNK``: one line, one checksum and one parse for many
+          runs, which is most of what a restart reads)
 firing    ``job``, ``at``, ``run_date``, and ``run_id`` or ``skipped`` (the reason);
           with neither, a watermark: firings up to ``at`` are accounted for
           (``disabled: true`` when written for a disabled job: the time after it
@@ -31,6 +34,10 @@ from pysched.engine.book import Book
 from pysched.engine.runs import Run
 from pysched.gc_pause import collection_paused
 from pysched.store import Record
+
+
+SNAPSHOT_CHUNK = 500
+"""Runs per ``runs`` record in a snapshot."""
 
 
 @dataclass(slots=True)
@@ -58,6 +65,10 @@ class Replayed:
         kind = record.type
         if kind == "run":
             self.run_data[data["id"]] = data
+        elif kind == "runs":
+            run_data = self.run_data
+            for item in data["runs"]:
+                run_data[item["id"]] = item
         elif kind == "firing":
             at = datetime.fromisoformat(data["at"])
             previous = self.last_firing.get(data["job"])
@@ -150,14 +161,20 @@ def snapshot_records(
     archived: list[tuple[str, Record]] = []
     gone: list[Run] = []
     gone_ids: set[str] = set()
+    chunk: list[dict[str, Any]] = []
     for run in state.book:
-        record = Record(type="run", data=run.to_data())
+        data = run.to_data()
         if run.state.finished and run.run_date < cutoff:
-            archived.append((run.run_date.strftime("%Y-%m"), record))
+            archived.append((run.run_date.strftime("%Y-%m"), Record(type="run", data=data)))
             gone.append(run)
             gone_ids.add(run.run_id)
         else:
-            live.append(record)
+            chunk.append(data)
+            if len(chunk) == SNAPSHOT_CHUNK:
+                live.append(Record(type="runs", data={"runs": chunk}))
+                chunk = []
+    if chunk:
+        live.append(Record(type="runs", data={"runs": chunk}))
     for action in state.actions.values():
         record = Record(type="action", data=action)
         if action.get("target") in gone_ids:

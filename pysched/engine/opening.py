@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -15,6 +16,10 @@ from pysched.launch.base import Launcher
 from pysched.store import Store
 from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
+
+
+FREEZE_AFTER = 10_000
+"""Runs replayed from which the replayed state is frozen out of garbage collection."""
 
 
 @asynccontextmanager
@@ -46,6 +51,10 @@ async def open_engine(
             # autojump clock run ahead while it works
             state = replay(store.records())
         engine.restore(state)
+        if len(state.book) >= FREEZE_AFTER:
+            # what a big replay built lives as long as the engine: take it out of the cyclic
+            # collector's sight, so its full passes do not rescan every run again and again
+            gc.freeze()
         async with trio.open_nursery() as nursery:
             await nursery.start(engine.run)
             try:

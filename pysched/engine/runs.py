@@ -21,7 +21,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pysched.errors import TransitionError
 
@@ -140,8 +140,10 @@ class Run:
 
     __slots__ = (
         "_attempt_data",
+        "_attempts",
         "_fixed",
-        "attempts",
+        "_frozen",
+        "_raw_attempts",
         "committed",
         "created_at",
         "forced",
@@ -181,13 +183,14 @@ class Run:
         self.upstream = upstream
         self.state = state
         self.reason = reason
-        self.attempts: list[Attempt] = []
+        self._attempts: list[Attempt] | None = []
+        self._raw_attempts: list[dict[str, Any]] | None = None
         self.series_start = 0
         self.next_try_at: datetime | None = None
         self.forced = False
         # the journal record is written at every change: the parts that never change, and
         # each attempt's part, are serialised once and reused
-        self._fixed = {
+        self._fixed: Mapping[str, Any] = {
             "id": self.run_id,
             "job": job,
             "date": run_date.isoformat(),
@@ -198,8 +201,28 @@ class Run:
             "upstream": upstream,
         }
         self._attempt_data: list[tuple[Attempt, dict[str, Any]]] = []
+        self._frozen = False
+        """True for a run read back by ``from_data`` whose other fields are not read yet."""
         self.committed: dict[str, Any] | None = None
         """The run as last written to the journal (the engine's fail-stop goes back to it)."""
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """The attempts, oldest first. A run read back from the journal builds them on first
+        use: most runs a restart reads are finished and never looked at again."""
+        attempts = self._attempts
+        if attempts is None:
+            raw = self._raw_attempts or []
+            attempts = [Attempt.from_data(item) for item in raw]
+            self._attempt_data = list(zip(attempts, raw, strict=True))
+            self._attempts = attempts
+            self._raw_attempts = None
+        return attempts
+
+    @attempts.setter
+    def attempts(self, value: list[Attempt]) -> None:
+        self._attempts = value
+        self._raw_attempts = None
 
     def move(self, to: RunState, reason: str = "") -> None:
         """Change state by the table (raises ``TransitionError`` otherwise)."""
@@ -224,54 +247,124 @@ class Run:
         return attempt
 
     def to_data(self) -> dict[str, Any]:
-        cache = self._attempt_data
-        del cache[len(self.attempts) :]
-        for index, attempt in enumerate(self.attempts):
-            if index == len(cache):
-                cache.append((attempt, attempt.to_data()))
-            elif cache[index][0] is not attempt:
-                cache[index] = (attempt, attempt.to_data())
+        if self._frozen:
+            return self._frozen_data()
         return {
             **self._fixed,
             "state": self.state.value,
             "reason": self.reason,
-            "attempts": [data for _, data in cache],
+            "attempts": self._attempts_data(),
             "series": self.series_start,
             "next_try": self.next_try_at.isoformat() if self.next_try_at else None,
             "forced": self.forced,
         }
 
+    def _frozen_data(self) -> dict[str, Any]:
+        """``to_data`` of a run not thawed since it was read: its record, with whatever has
+        been set since (a snapshot writes every live run; it need not parse them all)."""
+        data = dict(self._fixed)
+        data["state"] = self.state.value
+        data["attempts"] = self._attempts_data()
+        for name, key in _CHANGEABLE:
+            try:
+                value = object.__getattribute__(self, name)
+            except AttributeError:
+                continue  # unchanged since it was read
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            data[key] = value
+        return data
+
+    def _attempts_data(self) -> list[dict[str, Any]]:
+        if self._attempts is None:  # never built: the journal's own data is still right
+            return list(self._raw_attempts or ())
+        cache = self._attempt_data
+        del cache[len(self._attempts) :]
+        for index, attempt in enumerate(self._attempts):
+            if index == len(cache):
+                cache.append((attempt, attempt.to_data()))
+            elif cache[index][0] is not attempt:
+                cache[index] = (attempt, attempt.to_data())
+        return [data for _, data in cache]
+
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Run:
-        """The run a journal record holds (``to_data`` reversed); fast, as a restart builds
-        every live run this way."""
+        """The run a journal record holds (``to_data`` reversed).
+
+        Fast, as a restart builds every live run this way: only what the book's indexes and
+        the engine's start-up need is read now (id, job, run date, state); the rest is read
+        from the record on first use (``_thaw``), and most runs a restart reads are finished
+        and never looked at again.
+        """
         run = cls.__new__(cls)
         run.job = data["job"]
         run.run_date = date.fromisoformat(data["date"])
         run.n = data["n"]
         run.run_id = data["id"]
-        run.created_at = datetime.fromisoformat(data["created"])
-        run.scheduled_for = datetime.fromisoformat(data["for"])
-        run.trigger = _TRIGGERS[data["trigger"]]
-        run.upstream = data.get("upstream")
         run.state = _STATES[data["state"]]
-        run.reason = data.get("reason") or ""
-        attempts = [Attempt.from_data(a) for a in data.get("attempts") or ()]
-        run.attempts = attempts
-        run.series_start = data.get("series") or 0
-        next_try = data.get("next_try")
-        run.next_try_at = datetime.fromisoformat(next_try) if next_try else None
-        run.forced = bool(data.get("forced"))
-        run._fixed = {key: data[key] for key in _FIXED_KEYS}
-        run._attempt_data = list(zip(attempts, data.get("attempts") or (), strict=True))
+        run._attempts = None
+        run._raw_attempts = data.get("attempts") or []
+        run._fixed = data  # to_data overrides every key that can change, so the record
+        # itself serves as the fixed part (it is never mutated: records are immutable)
+        run._attempt_data = []
         run.committed = None
+        run._frozen = True
         return run
+
+    def _thaw(self) -> None:
+        """Read the fields ``from_data`` left for later; a field already set (a change made
+        since) is kept."""
+        data = self._fixed
+        next_try = data.get("next_try")
+        values: dict[str, Any] = {
+            "created_at": datetime.fromisoformat(data["created"]),
+            "scheduled_for": datetime.fromisoformat(data["for"]),
+            "trigger": _TRIGGERS[data["trigger"]],
+            "upstream": data.get("upstream"),
+            "reason": data.get("reason") or "",
+            "series_start": data.get("series") or 0,
+            "next_try_at": datetime.fromisoformat(next_try) if next_try else None,
+            "forced": bool(data.get("forced")),
+        }
+        for name, value in values.items():
+            try:
+                object.__getattribute__(self, name)
+            except AttributeError:
+                object.__setattr__(self, name, value)
+        self._frozen = False
+
+    if not TYPE_CHECKING:  # typed as plain attributes; this only fills them in on first use
+
+        def __getattr__(self, name: str) -> Any:
+            if name in _THAWED:
+                self._thaw()
+                return object.__getattribute__(self, name)
+            raise AttributeError(name)
 
     def __repr__(self) -> str:
         return f"<Run {self.run_id} {self.state.value}>"
 
 
-_FIXED_KEYS = ("id", "job", "date", "n", "created", "for", "trigger", "upstream")
+_THAWED = frozenset(
+    {
+        "created_at",
+        "scheduled_for",
+        "trigger",
+        "upstream",
+        "reason",
+        "series_start",
+        "next_try_at",
+        "forced",
+    }
+)
+_CHANGEABLE = (
+    ("reason", "reason"),
+    ("series_start", "series"),
+    ("next_try_at", "next_try"),
+    ("forced", "forced"),
+)
+"""Fields that change after a run is created, with their record keys (state and attempts are
+handled on their own)."""
 # enum lookups by value, without Enum.__call__'s overhead (replay builds every run at start)
 _STATES = {state.value: state for state in RunState}
 _TRIGGERS = {trigger.value: trigger for trigger in Trigger}

@@ -1,0 +1,81 @@
+"""Runs read back from the journal: lazily, yet exactly as written, changes included."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pysched.engine.runs import Attempt, AttemptOutcome, Run, RunState, Trigger
+
+AT = datetime(2026, 10, 19, 1, tzinfo=UTC)
+
+
+def made(attempts: int, reason: str, forced: bool, next_try: bool) -> Run:
+    run = Run(
+        job="ice",
+        run_date=date(2026, 10, 16),
+        n=2,
+        created_at=AT,
+        scheduled_for=AT + timedelta(minutes=5),
+        trigger=Trigger.BACKFILL,
+        upstream="melt",
+    )
+    run.move(RunState.QUEUED, reason)
+    for number in range(1, attempts + 1):
+        run.attempts.append(
+            Attempt(
+                number=number,
+                started_at=AT + timedelta(minutes=number),
+                ended_at=AT + timedelta(minutes=number, seconds=30),
+                exit_code=1,
+                outcome=AttemptOutcome.FAILED,
+                info={"minder_pid": 10 + number},
+            )
+        )
+    run.forced = forced
+    run.series_start = attempts // 2
+    run.next_try_at = AT + timedelta(hours=1) if next_try else None
+    return run
+
+
+@given(
+    attempts=st.integers(0, 3),
+    reason=st.text(max_size=20),
+    forced=st.booleans(),
+    next_try=st.booleans(),
+)
+def test_a_run_reads_back_as_it_was_written(
+    attempts: int, reason: str, forced: bool, next_try: bool
+) -> None:
+    original = made(attempts, reason, forced, next_try)
+    data = original.to_data()
+    frozen = Run.from_data(data)
+    assert frozen.to_data() == data  # a snapshot of an untouched run rewrites the same record
+    thawed = Run.from_data(data)
+    assert (thawed.created_at, thawed.scheduled_for) == (
+        original.created_at,
+        original.scheduled_for,
+    )
+    assert (thawed.trigger, thawed.upstream, thawed.reason) == (Trigger.BACKFILL, "melt", reason)
+    assert (thawed.forced, thawed.series_start, thawed.next_try_at) == (
+        original.forced,
+        original.series_start,
+        original.next_try_at,
+    )
+    assert thawed.attempts == original.attempts
+    assert thawed.to_data() == data
+
+
+def test_changes_made_before_the_first_read_are_kept() -> None:
+    data = made(1, "waiting for a slot", False, False).to_data()
+    run = Run.from_data(data)
+    run.move(RunState.HELD, "held by ops")
+    run.forced = True
+    written = run.to_data()  # still frozen: the changes come from the fields set since
+    assert (written["state"], written["reason"], written["forced"]) == ("held", "held by ops", True)
+    assert written["created"] == data["created"]
+    assert run.created_at == AT  # thawing now keeps the changes
+    assert (run.reason, run.forced, run.state) == ("held by ops", True, RunState.HELD)
+    assert run.to_data() == written
