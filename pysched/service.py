@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -127,7 +128,11 @@ async def serve(
     launcher = launcher_factory(config)
     with trio.open_signal_receiver(*stop_signals, *reload_signals) as signals:
         async with open_engine(
-            config, store, clock=clock or RealClock(), launcher=launcher
+            config,
+            store,
+            clock=clock or RealClock(),
+            launcher=launcher,
+            first_event_id=int(time.time() * 1_000_000),  # ids grow across restarts
         ) as engine:
             log.info(
                 "serving %d jobs; state in %s, logs in %s",

@@ -95,13 +95,14 @@ class EngineCore:
         launcher: Launcher,
         kill_grace: timedelta = timedelta(seconds=10),
         seed: int | None = None,
+        first_event_id: int = 1,
     ) -> None:
         self.config = config
         self.clock = clock
         self.launcher = launcher
         self.kill_grace = kill_grace
         self.book = Book()
-        self.events = EventLog()
+        self.events = EventLog(first_id=first_event_id)
         self.error: BaseException | None = None
         self._store = store
         self._random = random.Random(seed)

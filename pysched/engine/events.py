@@ -20,7 +20,7 @@ import trio
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """``kind``: run_created, run_changed, attempt_started, attempt_ended, action,
-    config_applied, firing_skipped (more kinds come with alerts and reloads)."""
+    config_applied, reload_failed, firing_skipped, firings_skipped (alerts add their own)."""
 
     id: int
     at: datetime
@@ -32,11 +32,17 @@ RESET = "reset"
 
 
 class EventLog:
-    """A bounded, numbered ring of events with waiting readers."""
+    """A bounded, numbered ring of events with waiting readers.
 
-    def __init__(self, capacity: int = 10_000) -> None:
+    Ids count up from ``first_id``. The service starts them from the wall clock (in
+    microseconds), so every id a scheduler hands out is larger than any its predecessor
+    did: a reader resuming with an id from before a restart is behind the ring, and gets a
+    ``reset`` instead of silently missing what the new scheduler published.
+    """
+
+    def __init__(self, capacity: int = 10_000, *, first_id: int = 1) -> None:
         self._events: deque[Event] = deque(maxlen=capacity)
-        self._next_id = 1
+        self._next_id = first_id
         self._changed = trio.Event()
 
     @property

@@ -35,7 +35,6 @@ from pysched.engine.runs import Run
 from pysched.gc_pause import collection_paused
 from pysched.store import Record
 
-
 SNAPSHOT_CHUNK = 500
 """Runs per ``runs`` record in a snapshot."""
 

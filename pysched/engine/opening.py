@@ -17,7 +17,6 @@ from pysched.store import Store
 from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
 
-
 FREEZE_AFTER = 10_000
 """Runs replayed from which the replayed state is frozen out of garbage collection."""
 
@@ -31,17 +30,27 @@ async def open_engine(
     launcher: Launcher,
     kill_grace: timedelta = timedelta(seconds=10),
     seed: int | None = None,
+    first_event_id: int = 1,
 ) -> AsyncGenerator[Engine]:
     """Replay ``store``, recover, catch up, and run the engine until the block exits.
 
     The engine takes ownership of ``store`` and closes it on exit (so a new engine can open the
     same state dir). Leaving the block stops firing and watching; attempts keep running under
-    their minders and the next engine adopts them. ``seed`` fixes the backoff jitter.
+    their minders and the next engine adopts them. ``seed`` fixes the backoff jitter;
+    ``first_event_id`` is the id of the first event published (see ``EventLog``).
 
     **Cancellation:** cancelling the block is how the engine is stopped; a commit in flight is
     finished first (the store shields it), nothing half-written is acted on.
     """
-    engine = Engine(config, store, clock=clock, launcher=launcher, kill_grace=kill_grace, seed=seed)
+    engine = Engine(
+        config,
+        store,
+        clock=clock,
+        launcher=launcher,
+        kill_grace=kill_grace,
+        seed=seed,
+        first_event_id=first_event_id,
+    )
     try:
         if isinstance(store, Store):
             # reading the journal is disk work: it goes to a worker thread

@@ -119,7 +119,10 @@ async def create_token(call: Call) -> Reply:
         raise ApiError(422, str(exc), field="role") from None
     if call.context.tokens.tokens.get(name) is not None:
         raise ApiError(409, f"a token named {name!r} exists already; revoke it first")
-    entry, secret = await call.context.tokens.create(name, role)
+    try:
+        entry, secret = await call.context.tokens.create(name, role)
+    except ValueError as exc:  # taken meanwhile by a concurrent create
+        raise ApiError(409, str(exc)) from None
     return 201, {**entry.public(), "token": secret}
 
 

@@ -8,12 +8,15 @@ into the audit trail of every action.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import trio
 
 from pysched.tokens import Role, TokenEntry, Tokens, load_tokens, save_tokens
 from pysched.web.api_errors import ApiError
+
+log = logging.getLogger(__name__)
 
 
 class TokenBook:
@@ -25,9 +28,14 @@ class TokenBook:
         self._lock = trio.Lock()
 
     async def reload(self) -> None:
-        """Re-read the file (``TokenFileError`` keeps the old set and propagates)."""
+        """Re-read the file. ``TokenFileError`` keeps the old set and propagates; a file that
+        has gone keeps the old set too (with a warning): locking everyone out, the admin
+        included, is never what removing it by mistake should do."""
         loaded = await trio.to_thread.run_sync(load_tokens, self.path)
-        self.tokens = loaded or Tokens()
+        if loaded is None:
+            log.warning("tokens file %s is gone; keeping the tokens in force", self.path)
+            return
+        self.tokens = loaded
 
     async def create(self, name: str, role: Role) -> tuple[TokenEntry, str]:
         """A new token (``ValueError`` for a bad or taken name); the secret is returned once."""

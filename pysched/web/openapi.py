@@ -227,8 +227,10 @@ def openapi_document() -> dict[str, Any]:
             operation["security"] = []
         else:
             operation["x-pysched-role"] = route.role.value
-            for status in (401, 403):
+            for status in (401, 403, 503):
                 operation["responses"][str(status)] = _error(status)
+        if route.method in ("POST", "DELETE"):
+            operation["responses"]["413"] = _error(413)
         for status in route.errors:
             operation["responses"][str(status)] = _error(status)
         if route.body:
