@@ -35,6 +35,7 @@ from pysched.engine.events import Event
 from pysched.errors import TokenFileError
 from pysched.launch.base import Launcher
 from pysched.reload import Reloader
+from pysched.server_file import remove_current, write_current
 from pysched.store import Store
 from pysched.systemd import SystemdNotifier, run_watchdog
 from pysched.timing.clock import Clock, RealClock
@@ -107,6 +108,7 @@ async def serve(
     http: bool = True,
     listen: Listen | None = None,
     notifier: Notifier | None = None,
+    announce: bool = True,
     stop_signals: tuple[int, ...] = STOP_SIGNALS,
     reload_signals: tuple[int, ...] = RELOAD_SIGNALS,
     task_status: trio.TaskStatus[Serving] = trio.TASK_STATUS_IGNORED,
@@ -116,7 +118,9 @@ async def serve(
     ``task_status.started`` receives a ``Serving`` once the engine has replayed, recovered and
     started and the API listens. ``sync=False`` skips fsync (tests under an autojump clock,
     where fsync threads would let virtual time race ahead). ``http=False`` runs without the
-    API; ``listen`` overrides ``scheduler.listen`` (port 0 picks a free port).
+    API; ``listen`` overrides ``scheduler.listen`` (port 0 picks a free port). ``announce``
+    writes ``current.json`` (``pysched.server_file``) so the CLI on this machine finds the
+    server with no options; it is removed at a clean stop.
 
     **Cancellation:** cancelling ``serve`` is a graceful stop like SIGTERM, without waiting for
     requests in flight: attempts keep running under their minders; the journal's in-flight
@@ -146,7 +150,7 @@ async def serve(
                 web: _Web | None = None
                 if http:
                     try:
-                        web = await _Web.start(nursery, engine, config, listen, notifier)
+                        web = await _Web.start(nursery, engine, config, listen, notifier, announce)
                     except (OSError, TokenFileError) as exc:
                         nursery.cancel_scope.cancel()
                         return _refused(exc, listen or settings.listen)
@@ -213,6 +217,7 @@ class _Web:
         self._stopping = stopping
         self._shutdown = trio.Event()
         self._done = trio.Event()
+        self.announced = False
 
     @classmethod
     async def start(
@@ -222,6 +227,7 @@ class _Web:
         config: Config,
         listen: Listen | None,
         notifier: Notifier,
+        announce: bool,
     ) -> _Web:
         from pysched.metrics import Metrics
         from pysched.web import TokenBook, WebContext, create_app, serve_http
@@ -253,6 +259,18 @@ class _Web:
         web.urls = await nursery.start(run_server)
         for url in web.urls:
             log.info("listening on %s (API at %s/api/v1)", url, url)
+        if announce:
+            note = await trio.to_thread.run_sync(
+                partial(
+                    write_current,
+                    url=web.urls[0],
+                    config=config.path,
+                    admin_token_path=admin_path,
+                    ca=settings.tls.cert if settings.tls else None,
+                )
+            )
+            web.announced = True
+            log.info("the CLI on this machine finds this server through %s", note)
         if created:
             log.info(
                 "created the first admin token in %s (readable only by you); the CLI on this "
@@ -275,6 +293,8 @@ class _Web:
         self._shutdown.set()
         with trio.move_on_after(SHUTDOWN_GRACE):
             await self._done.wait()
+        if self.announced:
+            await trio.to_thread.run_sync(remove_current)
 
 
 async def _log_events(engine: Engine) -> None:

@@ -1,10 +1,25 @@
-"""The typer application: every command registered in one place."""
+"""The typer application: the global options and every command, registered in one place."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from pysched.cli import offline, serve_command, store_commands
+from pysched.cli import (
+    action_commands,
+    config_commands,
+    job_commands,
+    log_command,
+    offline,
+    run_views,
+    serve_command,
+    store_commands,
+    token_commands,
+    watch_command,
+)
+from pysched.cli.context import Globals
 
 app = typer.Typer(
     name="pysched",
@@ -16,6 +31,50 @@ app = typer.Typer(
 )
 cron_app = typer.Typer(help="Work with cron expressions.", no_args_is_help=True)
 store_app = typer.Typer(help="Work with the journal in a state dir.", no_args_is_help=True)
+config_app = typer.Typer(help="The config versions the server has applied.", no_args_is_help=True)
+token_app = typer.Typer(help="Create, list and revoke API tokens.", no_args_is_help=True)
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="PYSCHED_URL",
+            help="The server's base URL (default: from the config, the running serve, or "
+            "http://127.0.0.1:8080).",
+            show_default=False,
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="PYSCHED_TOKEN",
+            help="The API token (default: the local admin token of the config or the "
+            "running serve).",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "-c",
+            "--config",
+            envvar="PYSCHED_CONFIG",
+            exists=True,
+            dir_okay=False,
+            help="The config: where the server listens and where its admin token is.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """pysched: a workload scheduler — cron in every time zone, business calendars,
+    dependencies, retries and pools."""
+    ctx.obj = Globals(url=url, token=token, config=config)
+
 
 app.command("serve")(serve_command.serve_command)
 app.command("validate")(offline.validate)
@@ -25,3 +84,24 @@ cron_app.command("next")(offline.cron_next)
 app.add_typer(cron_app, name="cron")
 store_app.command("check")(store_commands.check)
 app.add_typer(store_app, name="store")
+
+app.command("trigger")(action_commands.trigger)
+app.command("status")(run_views.status)
+app.command("show")(run_views.show)
+app.command("log")(log_command.log)
+for _action in action_commands.RUN_ACTIONS:
+    app.command(_action)(action_commands.run_action(_action))
+app.command("hold-job")(action_commands.hold_job)
+app.command("release-job")(action_commands.release_job)
+app.command("backfill")(action_commands.backfill)
+app.command("jobs")(job_commands.jobs)
+app.command("watch")(watch_command.watch)
+app.command("reload")(config_commands.reload)
+config_app.command("versions")(config_commands.versions)
+config_app.command("show")(config_commands.show)
+config_app.command("diff")(config_commands.diff)
+app.add_typer(config_app, name="config")
+token_app.command("create")(token_commands.create)
+token_app.command("list")(token_commands.list_tokens)
+token_app.command("revoke")(token_commands.revoke)
+app.add_typer(token_app, name="token")

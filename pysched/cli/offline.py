@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 import typer
 
 from pysched.cli.arguments import parse_date, parse_instant, parse_zone
+from pysched.cli.job_commands import remote_forecast
 from pysched.cli.output import fail, print_json, print_table, problem_json
 from pysched.config import Config, ConfigError, load_config
 from pysched.config.fields import did_you_mean
@@ -121,13 +122,27 @@ def _window(on: str | None, start: str | None, end: str | None, today: date) -> 
 
 
 def forecast_command(
-    config: ConfigArg,
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The YAML config file; without it, the running server is asked.",
+            show_default=False,
+        ),
+    ] = None,
     on: Annotated[str | None, typer.Option("--date", help="One day, YYYY-MM-DD.")] = None,
     start: Annotated[str | None, typer.Option("--from", help="First day of a window.")] = None,
     end: Annotated[str | None, typer.Option("--to", help="Last day of a window.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Every run the config would create in a window of days (default: today)."""
+    """Every run a config would create in a window of days (default: today).
+
+    Given a CONFIG it works offline, from the file; without one it asks the running server,
+    whose config is the one in force."""
+    if config is None:
+        first, last = _window(on, start, end, datetime.now().astimezone().date())
+        remote_forecast(ctx, first, last, as_json=as_json)
+        return
     loaded = _load(config, as_json)
     today = datetime.now(loaded.scheduler.timezone).date()
     first, last = _window(on, start, end, today)

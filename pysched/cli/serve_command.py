@@ -9,6 +9,7 @@ from typing import Annotated
 import trio
 import typer
 
+from pysched.cli.context import globals_of
 from pysched.cli.output import fail
 from pysched.config import ConfigError, load_config
 from pysched.config.model import Listen
@@ -21,7 +22,14 @@ class LogFormat(enum.Enum):
 
 
 def serve_command(
-    config: Annotated[Path, typer.Argument(help="The YAML config file.", show_default=False)],
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The YAML config file (default: the global -c / PYSCHED_CONFIG).",
+            show_default=False,
+        ),
+    ] = None,
     listen: Annotated[
         str | None,
         typer.Option(
@@ -50,6 +58,12 @@ def serve_command(
             raise typer.BadParameter(
                 f"{listen!r}: {exc} — write HOST:PORT, like 127.0.0.1:8080", param_hint="--listen"
             ) from None
+    config = config or globals_of(ctx).config
+    if config is None:
+        raise typer.BadParameter(
+            "give the config file: pysched serve CONFIG (or -c CONFIG / PYSCHED_CONFIG)",
+            param_hint="CONFIG",
+        )
     try:
         loaded = load_config(config)
     except ConfigError as exc:

@@ -1,0 +1,84 @@
+"""``pysched reload`` and ``pysched config versions | show | diff``: the config the server runs.
+
+The server keeps every config it has applied, by SHA-256, with who applied it and when. These
+commands ask it to re-read its file (all or nothing: a file with problems changes nothing and
+every problem is printed), list the versions, and show or compare them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from pysched.cli.client import api_path, session
+from pysched.cli.output import print_json, print_table
+from pysched.cli.run_display import local_time
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
+ShaArg = Annotated[
+    str, typer.Argument(help="A version's SHA-256, or a unique prefix of 6+.", show_default=False)
+]
+
+
+def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Make the server re-read its config file (a file with problems changes nothing)."""
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.post("/api/v1/reload")
+    if as_json:
+        print_json(answer)
+        return
+    warnings: list[str] = answer.get("warnings") or []
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    sha = str(answer.get("sha256", ""))[:12]
+    typer.echo(f"reloaded: {sha} ({'changed' if answer.get('changed') else 'unchanged'})")
+
+
+def versions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The config versions the server has applied, oldest first; * marks the one in force."""
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.get("/api/v1/config/versions")
+    if as_json:
+        print_json(answer)
+        return
+    listed: list[dict[str, Any]] = answer.get("versions") or []
+    rows = [
+        [
+            "*" if version.get("current") else "",
+            str(version.get("sha256", ""))[:12],
+            local_time(version.get("at")),
+            str(version.get("by") or ""),
+        ]
+        for version in listed
+    ]
+    print_table(["", "SHA256", "APPLIED", "BY"], rows)
+
+
+def show(ctx: typer.Context, sha: ShaArg, as_json: JsonOpt = False) -> None:
+    """Print one config version's text, as it was applied."""
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.get(api_path("/api/v1/config/versions", sha))
+    if as_json:
+        print_json(answer)
+        return
+    typer.echo(str(answer.get("text", "")), nl=False)
+
+
+def diff(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(help="The older version (SHA-256 or prefix).")],
+    new: Annotated[str, typer.Argument(help="The newer version (SHA-256 or prefix).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """The unified diff between two config versions."""
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.get("/api/v1/config/diff", params={"from": old, "to": new})
+    if as_json:
+        print_json(answer)
+        return
+    text = str(answer.get("diff", ""))
+    if not text:
+        typer.echo(f"no difference between {old} and {new}", err=True)
+        return
+    typer.echo(text, nl=not text.endswith("\n"))

@@ -1,0 +1,143 @@
+"""``pysched log RUN_ID``: an attempt's output, as the job wrote it, and ``--follow`` to tail it.
+
+The API serves a log in chunks (``offset`` → ``next_offset``); this command asks for chunk after
+chunk and writes each one's text to stdout untouched, so ``pysched log … > out.txt`` gives the
+file the job wrote. Without ``--attempt`` it shows the run's latest attempt.
+
+``--follow`` polls every half second from where the last chunk ended. It stops when the attempt
+has ended and its log is read to the end (``complete``) and the run is finished; while the run
+goes on (a retry after a failed attempt) it moves on to the next attempt, with a note on stderr.
+Given ``--attempt N`` it stops at the end of that attempt. Ctrl-C stops it with exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from pysched.cli.client import Client, api_path, session
+from pysched.cli.output import fail, print_json
+from pysched.cli.run_display import FINISHED
+
+POLL_SECONDS = 0.5
+CHUNK = 65536
+
+sleep: Callable[[float], None] = time.sleep
+"""How ``--follow`` waits between polls (tests replace it)."""
+
+
+def log(
+    ctx: typer.Context,
+    run_id: Annotated[
+        str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
+    ],
+    attempt: Annotated[
+        int | None,
+        typer.Option("--attempt", min=1, help="Which attempt (default: the latest)."),
+    ] = None,
+    stderr: Annotated[bool, typer.Option("--stderr", help="The attempt's stderr.")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing as the log grows.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="The server's JSON: one document, or one line per chunk."),
+    ] = False,
+) -> None:
+    """Print an attempt's stdout (or --stderr) as the job wrote it; --follow to keep tailing."""
+    stream = "stderr" if stderr else "stdout"
+    try:
+        with session(ctx, as_json) as api:
+            tail = _Tail(api, run_id, stream, as_json=as_json)
+            number = attempt if attempt is not None else tail.latest(wait=follow)
+            if number is None:
+                return
+            tail.read(number, follow=follow, fixed=attempt is not None)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+class _Tail:
+    """Reads one run's log, chunk by chunk, and writes it out."""
+
+    def __init__(self, api: Client, run_id: str, stream: str, *, as_json: bool) -> None:
+        self._api = api
+        self._run_id = run_id
+        self._stream = stream
+        self._as_json = as_json
+
+    def _run(self) -> dict[str, Any]:
+        return self._api.get(api_path("/api/v1/runs", self._run_id))
+
+    def latest(self, *, wait: bool) -> int | None:
+        """The latest attempt with a log; with ``wait``, polls until there is one (None if the
+        run finishes first)."""
+        while True:
+            run = self._run()
+            number = _latest_logged(run)
+            if number is not None:
+                return number
+            state = str(run.get("state", ""))
+            if not wait:
+                raise fail(f"error: run {self._run_id} ({state}) has no attempt with a log yet")
+            if state in FINISHED:
+                typer.echo(f"note: run {self._run_id} is {state} with no attempt to show", err=True)
+                return None
+            sleep(POLL_SECONDS)
+
+    def read(self, number: int, *, follow: bool, fixed: bool) -> None:
+        offset = 0
+        chunks: list[dict[str, Any]] = []
+        while True:
+            chunk: dict[str, Any] = self._api.get(
+                api_path("/api/v1/runs", self._run_id, "attempts", str(number), "log"),
+                params={"stream": self._stream, "offset": offset, "limit": CHUNK},
+            )
+            self._emit(chunk, follow=follow, chunks=chunks)
+            offset = int(chunk.get("next_offset", offset))
+            if offset < int(chunk.get("size", 0)):
+                continue  # more is there already: no need to wait
+            if not follow:
+                break
+            if chunk.get("complete"):
+                if fixed:
+                    return
+                run = self._run()
+                newer = _latest_logged(run)
+                if newer is not None and newer > number:
+                    typer.echo(f"--- attempt {newer} ---", err=True)
+                    number, offset = newer, 0
+                    continue
+                if str(run.get("state", "")) in FINISHED:
+                    return
+            sleep(POLL_SECONDS)
+        if self._as_json and chunks:
+            first, last = chunks[0], chunks[-1]
+            print_json(
+                {
+                    **last,
+                    "offset": first.get("offset", 0),
+                    "data": "".join(str(c.get("data", "")) for c in chunks),
+                }
+            )
+
+    def _emit(self, chunk: dict[str, Any], *, follow: bool, chunks: list[dict[str, Any]]) -> None:
+        if self._as_json:
+            if follow:
+                typer.echo(json.dumps(chunk, ensure_ascii=False))
+            else:
+                chunks.append(chunk)
+            return
+        data = str(chunk.get("data", ""))
+        if data:
+            typer.echo(data, nl=False)
+
+
+def _latest_logged(run: dict[str, Any]) -> int | None:
+    attempts: list[dict[str, Any]] = run.get("attempts") or []
+    numbers = [int(a["number"]) for a in attempts if "number" in a and a.get("has_log", True)]
+    return max(numbers) if numbers else None

@@ -1,0 +1,106 @@
+"""``pysched watch``: the server's events as they happen, one line each.
+
+It follows ``GET /api/v1/events`` (server-sent events). When the connection drops (the server
+restarts, a proxy times out), it reconnects with ``Last-Event-ID`` set to the last event it
+printed, so nothing is missed and nothing repeats; if the server no longer holds events that far
+back it sends ``reset`` and a note says some were missed. A first connection that fails exits 3
+at once; after a drop it tries ``len(BACKOFF)`` times, waiting longer each time, then exits 3.
+Ctrl-C stops it with exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from pysched.cli.client import ApiError, Client, ServerUnreachable, session
+from pysched.cli.run_display import event_line
+from pysched.cli.sse import ServerEvent, read_events
+
+BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0)
+"""Seconds to wait before each reconnection after a drop; one try per entry."""
+
+sleep: Callable[[float], None] = time.sleep
+"""How ``watch`` waits before reconnecting (tests replace it)."""
+
+
+def watch(
+    ctx: typer.Context,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each event as one line of JSON.")
+    ] = False,
+) -> None:
+    """Print the server's events as they happen (runs, attempts, actions, reloads)."""
+    try:
+        with session(ctx, as_json) as api:
+            _Watch(api, as_json=as_json).run()
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+class _Watch:
+    def __init__(self, api: Client, *, as_json: bool) -> None:
+        self._api = api
+        self._as_json = as_json
+        self._last_id: str | None = None
+
+    def run(self) -> None:
+        """Follow the stream until Ctrl-C; raises ``ServerUnreachable`` when it gives up."""
+        failures = 0
+        connected = False
+        while True:
+            headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+            if self._last_id is not None:
+                headers["Last-Event-ID"] = self._last_id
+            try:
+                with self._api.stream("/api/v1/events", headers) as lines:
+                    connected = True
+                    for item in read_events(lines):
+                        failures = 0
+                        if item is not None:
+                            self._show(item)
+                reason = "the server closed the stream"
+            except ServerUnreachable as exc:
+                if not connected:
+                    raise
+                reason = exc.reason
+            except ApiError as exc:
+                if exc.status != 503 or not connected:
+                    raise
+                reason = exc.message
+            failures += 1
+            if failures > len(BACKOFF):
+                raise ServerUnreachable(
+                    self._api.url, f"{reason}; gave up after {failures - 1} tries"
+                )
+            delay = BACKOFF[failures - 1]
+            typer.echo(f"note: event stream lost ({reason}); reconnecting in {delay:g}s", err=True)
+            sleep(delay)
+
+    def _show(self, item: ServerEvent) -> None:
+        try:
+            parsed: Any = json.loads(item.data) if item.data else {}
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            event: dict[str, Any] = parsed  # pyright: ignore[reportUnknownVariableType]
+        else:
+            event = {"id": item.id, "kind": item.event, "data": item.data}
+        if item.id is not None:
+            self._last_id = item.id
+        kind = str(event.get("kind") or item.event)
+        if kind == "reset" or item.event == "reset":
+            self._last_id = item.id
+            typer.echo(
+                "note: the server no longer holds every event since the last one shown; "
+                "some were missed — 'pysched status' shows where things stand",
+                err=True,
+            )
+        if self._as_json:
+            typer.echo(json.dumps(event, ensure_ascii=False))
+            return
+        typer.echo(event_line({**event, "kind": kind}))
