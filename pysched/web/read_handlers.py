@@ -133,14 +133,36 @@ async def one_run(call: Call) -> Reply:
 
 
 def _read_slice(path: Path, offset: int, limit: int) -> tuple[bytes, int] | None:
-    """``limit`` bytes of ``path`` from ``offset``, and the file's size; None if missing."""
+    """``limit`` bytes of ``path`` from ``offset``, and the file's size; None if missing.
+
+    A slice that stops inside a UTF-8 character is cut back to the character's start (the
+    next slice begins there), so a reader paging through a log with a limit of 4 bytes or more
+    never sees a character split.
+    """
     try:
         with path.open("rb") as file:
             size = os.fstat(file.fileno()).st_size
             file.seek(min(offset, size))
-            return file.read(limit), size
+            data = file.read(limit)
     except FileNotFoundError:
         return None
+    if min(offset, size) + len(data) < size:
+        whole = _whole_characters(data)
+        if whole:  # a limit shorter than one character still makes progress
+            data = data[:whole]
+    return data, size
+
+
+def _whole_characters(data: bytes) -> int:
+    """The length of ``data`` without a UTF-8 character cut off at its end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: a character starts here
+            needed = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4
+            if byte < 0x80 or back >= needed:
+                return len(data)
+            return len(data) - back
+    return len(data)
 
 
 async def attempt_log(call: Call) -> Reply:

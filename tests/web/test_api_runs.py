@@ -227,3 +227,25 @@ async def test_bad_input_gets_a_clear_4xx(
         assert error["status"] == status and error["message"]
         if field is not None:
             assert error["field"] == field, error
+
+
+async def test_a_log_slice_never_splits_a_character(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        await api.engine.trigger("extract", date(2026, 10, 16))
+        await api.settle()
+        log_dir = api.engine.config.scheduler.log_dir
+        out = attempt_output(log_dir, "extract", date(2026, 10, 16), f"extract.{D}.1", 1, "stdout")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = "£5 → €6 ✓ 𝄞 done\n"
+        out.write_bytes(text.encode())
+        base = f"/api/v1/runs/extract.{D}.1/attempts/1/log"
+        for limit in range(4, 9):
+            pieces, offset = [], 0
+            while True:
+                _, body = await api.get(f"{base}?offset={offset}&limit={limit}")
+                assert "\ufffd" not in body["data"]
+                pieces.append(body["data"])
+                offset = body["next_offset"]
+                if offset >= body["size"]:
+                    break
+            assert "".join(pieces) == text
