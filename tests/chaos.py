@@ -63,7 +63,7 @@ def prepare(home: Path, minutes_back: int = 5) -> Path:
 
 def serve(config: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pysched", "serve", str(config)],
+        [sys.executable, "-m", "pysched", "serve", str(config), "--listen", "127.0.0.1:0"],
         stderr=subprocess.PIPE,
         text=True,
     )

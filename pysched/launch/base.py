@@ -2,7 +2,8 @@
 
 A launcher turns an ``AttemptSpec`` into something running and hands back an ``AttemptHandle``
 to wait on or kill. The engine owns the task that waits (one per attempt, in its attempts
-nursery); the launcher owns nothing long-lived of its own. Implementations: ``FakeLauncher`` in
+nursery); a launcher owns no task of its own (the local one keeps one helper process, its
+minder host, which ends with the scheduler). Implementations: ``FakeLauncher`` in
 ``pysched.testing`` (virtual processes on the fake clock), the local launcher with its minder
 process, and later a remote launcher that runs attempts on agents. One contract test suite runs
 against all of them.

@@ -1,17 +1,28 @@
 """The local launcher: each attempt runs under its own minder process on this machine.
 
-``LocalLauncher.start`` spawns ``python -I -S minder.py -`` and hands it the job (argv, the full
-env, cwd, file paths) marshal-encoded on its standard input, so secrets never reach a command
-line or a file. The minder starts the command in its own process group, writes a ``started``
-file, waits, and writes a note saying how it ended (see ``pysched.launch.minder``). Files of
-attempt ``n`` of run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
+The minder starts the command in its own process group, writes a ``started`` file, waits, and
+writes a note saying how it ended (see ``pysched.launch.minder``). Its job (argv, the full env,
+cwd, file paths) travels marshal-encoded through a pipe, so secrets never reach a command line
+or a file. Files of attempt ``n`` of run ``r`` of job ``j`` for run date ``d``, under
+``log_dir``::
 
-    j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json
+    j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json  r.n.spawned
 
-The loop never waits on ``fork``: spawns go to ONE worker thread at a time, which takes every
-start queued meanwhile (a burst of 200 starts is a handful of threads, not 200). The end of a
-minder is awaited with a pidfd (``os.pidfd_open`` + ``trio.lowlevel.wait_readable``): no thread
-per process. Where pidfds are missing, the handle polls every 0.1 s.
+Two ways to make a minder, chosen by ``minder_host``:
+
+- **the minder host** (the default): one long-lived ``python -I -S`` process with the minder's
+  code loaded forks a minder per attempt, about 1 ms each instead of 20 (``pysched.launch.host``
+  and ``host_link``). It touches the ``.spawned`` marker before each fork. If it dies while
+  asked, the attempt's files say whether its minder was made (as recovery reads them), and the
+  next start starts a new host;
+- **a fresh interpreter per attempt** (``minder_host=False``, or ``PYSCHED_MINDER_HOST=0`` in
+  the environment): ``python -I -S -c "import minder..." -`` with the job on standard input,
+  spawned by ONE worker thread at a time, which takes every start queued meanwhile.
+
+Either way the loop never waits on ``fork`` or on the disk. The end of a minder is awaited with
+a pidfd (``os.pidfd_open`` + ``trio.lowlevel.wait_readable``, which works for processes that
+are not our children): no thread per process. Where pidfds are missing, the handle polls every
+0.1 s.
 
 A handle's ``info`` is ``{"minder_pid", "minder_start", "note"}``: the minder's pid, its start
 time in clock ticks (``/proc/<pid>/stat`` field 22) and the note's path. ``recover`` uses them to
@@ -39,6 +50,7 @@ import trio
 
 from pysched.launch import minder
 from pysched.launch.base import NOT_STARTED, AttemptSpec, ExitStatus, NotStarted
+from pysched.launch.host_link import HostGone, MinderHost
 
 __all__ = ["LocalAttempt", "LocalLauncher"]
 
@@ -55,6 +67,7 @@ _MINDER_BOOT = (
 _POLL = 0.1  # seconds between looks when pidfds are unavailable
 _KILL_POLL = 0.05  # seconds between looks at a process group during a kill's grace
 _STARTED_WAIT = 2.0  # how long kill waits for a fresh minder to write its started file
+_HOST_TRIES = 3  # hosts tried for one start before giving up (each died before forking)
 
 
 def _alive(pid: int, start: int | None) -> bool:
@@ -165,6 +178,23 @@ class LocalAttempt:
         self._pidfd = pidfd
         self._status: ExitStatus | None = None
 
+    @classmethod
+    def watching(cls, paths: _Paths, pid: int, start: int | None) -> LocalAttempt:
+        """A handle on a fresh minder that is not our child (forked by the minder host)."""
+        pidfd = _open_pidfd(pid) if start is not None else None
+        # Check with the pidfd held: if the minder has already ended, its pid may be reused.
+        if pidfd is not None and not _alive(pid, start):
+            pidfd.close()
+            pidfd = None
+        return cls(paths=paths, pid=pid, start=start, popen=None, pidfd=pidfd)
+
+    @classmethod
+    def ended(cls, paths: _Paths, status: ExitStatus) -> LocalAttempt:
+        """A handle on an attempt already over (``wait`` answers ``status`` at once)."""
+        attempt = cls(paths=paths, pid=0, start=None, popen=None, pidfd=None)
+        attempt._status = status
+        return attempt
+
     @property
     def info(self) -> Mapping[str, Any]:
         return {"minder_pid": self._pid, "minder_start": self._start, "note": str(self._paths.note)}
@@ -172,6 +202,8 @@ class LocalAttempt:
     def _ended(self) -> bool:
         if self._popen is not None:
             return self._popen.poll() is not None
+        if self._start is None:
+            return True  # forked, but gone before its start time could be read
         return not _alive(self._pid, self._start)
 
     async def wait(self) -> ExitStatus:
@@ -276,8 +308,13 @@ class LocalLauncher:
     """Runs attempts as local processes, each under a minder; see the module docstring.
 
     ``log_dir`` holds every attempt's output, started file and note. ``python`` runs the
-    minder. ``base_env`` (default: this process's environment) is what each command's
-    environment starts from; ``spec.env`` is laid over it.
+    minder (or its host). ``base_env`` (default: this process's environment) is what each
+    command's environment starts from; ``spec.env`` is laid over it. ``minder_host`` picks
+    how minders are made (see the module docstring); by default the host, unless the
+    environment says ``PYSCHED_MINDER_HOST=0``.
+
+    With the host, the launcher owns one process: it ends with ``close()``, when the launcher
+    is collected, or when this process ends. Running minders are never affected.
     """
 
     def __init__(
@@ -286,12 +323,26 @@ class LocalLauncher:
         *,
         python: str = sys.executable,
         base_env: Mapping[str, str] | None = None,
+        minder_host: bool | None = None,
     ) -> None:
         self.log_dir = Path(log_dir)
         self.python = python
         self.base_env = dict(base_env) if base_env is not None else None
+        if minder_host is None:
+            minder_host = os.environ.get("PYSCHED_MINDER_HOST", "1") != "0"
+        self._host = MinderHost(python) if minder_host else None
         self._queue: list[_Spawn] = []
         self._draining = False
+
+    @property
+    def minder_host(self) -> MinderHost | None:
+        """The minder host, when minders are forked by one."""
+        return self._host
+
+    def close(self) -> None:
+        """Let the minder host (if any) go. Running minders and their commands run on."""
+        if self._host is not None:
+            self._host.close()
 
     async def start(self, spec: AttemptSpec) -> LocalAttempt:
         """Spawn the attempt's minder; return once the minder process exists.
@@ -300,21 +351,25 @@ class LocalLauncher:
         program), ``wait`` reports it with ``exit_code`` None and the reason as ``message``.
         Raises ``OSError`` when the minder itself cannot be spawned.
 
-        **Cancellation:** not cancellable once queued (the spawn is a few milliseconds): a
+        **Cancellation:** not cancellable once asked for (the spawn is a few milliseconds): a
         minder that may exist is always handed back, never left without an owner.
         """
         paths = _Paths.of(self.log_dir, spec)
         env = dict(os.environ if self.base_env is None else self.base_env)
         env.update(spec.env)
-        job = {
+        job: dict[str, Any] = {
             "argv": list(spec.argv),
             "env": env,
             "cwd": str(spec.cwd) if spec.cwd is not None else None,
-            "stdout": str(paths.out),
-            "stderr": str(paths.err),
-            "started": str(paths.started),
-            "note": str(paths.note),
+            # absolute: a minder host keeps the working folder it was started in
+            "stdout": os.path.abspath(paths.out),
+            "stderr": os.path.abspath(paths.err),
+            "started": os.path.abspath(paths.started),
+            "note": os.path.abspath(paths.note),
         }
+        if self._host is not None:
+            with trio.CancelScope(shield=True):
+                return await self._start_hosted(self._host, spec, paths, job)
         # marshal, not JSON: the minder reads it without importing json (start-up time).
         request = _Spawn(job=marshal.dumps(job), marker=paths.spawned)
         self._queue.append(request)
@@ -329,6 +384,26 @@ class LocalLauncher:
             raise OSError(f"could not spawn the minder for {spec.run_id}")
         popen, pidfd, start = request.result
         return LocalAttempt(paths=paths, pid=popen.pid, start=start, popen=popen, pidfd=pidfd)
+
+    async def _start_hosted(
+        self, host: MinderHost, spec: AttemptSpec, paths: _Paths, job: dict[str, Any]
+    ) -> LocalAttempt:
+        """Have the minder host fork the minder; if the host dies meanwhile, find out from the
+        attempt's files whether it did, as recovery would."""
+        for _ in range(_HOST_TRIES):
+            try:
+                pid, start = await host.spawn(job, paths.spawned.absolute())
+            except HostGone:
+                found = await self.recover(spec, {})
+                if isinstance(found, NotStarted):
+                    continue  # no marker: it never got that far; ask a new host
+                if isinstance(found, LocalAttempt):
+                    return found
+                if found is None:  # a marker and nothing else, after recovery's grace
+                    found = ExitStatus(message="the minder host died while starting the minder")
+                return LocalAttempt.ended(paths, found)
+            return LocalAttempt.watching(paths, pid, start)
+        raise OSError(f"the minder host kept dying while starting {spec.run_id}")
 
     async def _drain(self) -> None:
         """Spawn queued minders in one worker thread at a time until the queue is empty."""
@@ -412,6 +487,10 @@ class LocalLauncher:
                 again = await trio.to_thread.run_sync(_read_json, derived.started)
                 if again is not None:
                     return await self.recover(spec, info)
+            if not await trio.to_thread.run_sync(derived.spawned.exists):
+                # a minder host removes the marker again when it decides not to fork (its
+                # scheduler died): nothing was spawned after all
+                return NOT_STARTED
         return None
 
     def _adopt(self, paths: _Paths, pid: int, start: int) -> LocalAttempt | None:

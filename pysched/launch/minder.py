@@ -209,7 +209,13 @@ def _child(
     """In the forked child: become the command, or report why not on ``report`` and exit 127."""
     step = b"exec"
     try:
-        for signum in (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT, _signal.SIGPIPE):
+        for signum in (
+            _signal.SIGTERM,
+            _signal.SIGHUP,
+            _signal.SIGINT,
+            _signal.SIGPIPE,
+            _signal.SIGCHLD,
+        ):
             _signal.signal(signum, _signal.SIG_DFL)
         if hasattr(_signal, "SIGXFSZ"):
             _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
@@ -249,6 +255,9 @@ def _child(
 
 def _start(argv: list[str], env: dict[str, str], cwd: str | None, out_fd: int, err_fd: int) -> int:
     """Fork and exec the command in a new session; return its pid once it has exec'd.
+
+    Not ``posix_spawn``, though it is cheaper: glibc's leaves the command with two signals
+    (its internal 32 and 33) ignored.
 
     Raises ``OSError`` (errno, message, and the program or ``cwd`` as filename) as
     ``subprocess.Popen`` does when the command cannot start.
@@ -392,6 +401,14 @@ def main(args: list[str]) -> int:
     except (ValueError, TypeError, EOFError, OSError) as exc:
         sys.stderr.write(f"minder: cannot read the job: {type(exc).__name__}\n")
         return 2
+    return serve(job)
+
+
+def serve(job: "dict[str, Any]") -> int:
+    """Run the job and write its note, or a note saying why the minder itself failed.
+
+    What ``main`` does once it has the job; the minder host's forked children call it directly.
+    """
     try:
         return run(job)
     except Exception as exc:

@@ -46,7 +46,7 @@ def _spec(job: str, argv: tuple[str, ...], attempt: int = 1) -> AttemptSpec:
     )
 
 
-@pytest.fixture(params=["fake", "local"])
+@pytest.fixture(params=["fake", "local", "local-direct"])
 def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Subject:
     commands = {
         "ok": ("/bin/sh", "-c", "exit 0"),
@@ -62,7 +62,7 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Subject:
             outcomes={"fail": [4]},
         )
         return Subject(fake, lambda kind, n: _spec(kind, commands[kind], n), real=False)
-    local = LocalLauncher(tmp_path / "logs")
+    local = LocalLauncher(tmp_path / "logs", minder_host=request.param == "local")
     return Subject(local, lambda kind, n: _spec(kind, commands[kind], n), real=True)
 
 

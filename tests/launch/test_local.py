@@ -1,4 +1,5 @@
-"""The local launcher with real minders and real processes."""
+"""The local launcher with real minders and real processes, both ways of making a minder:
+forked by the minder host (the default) and a fresh interpreter per attempt ("direct")."""
 
 from __future__ import annotations
 
@@ -29,9 +30,22 @@ def make_spec(script: str | None = None, *, n: int = 1, attempt: int = 1, **kw) 
     )
 
 
+@pytest.fixture(params=["host", "direct"])
+def launcher(request, tmp_path):
+    launcher = LocalLauncher(
+        tmp_path / "logs",
+        base_env={"PATH": os.environ["PATH"]},
+        minder_host=request.param == "host",
+    )
+    yield launcher
+    launcher.close()
+
+
 @pytest.fixture
-def launcher(tmp_path):
-    return LocalLauncher(tmp_path / "logs", base_env={"PATH": os.environ["PATH"]})
+def direct(tmp_path):
+    return LocalLauncher(
+        tmp_path / "logs", base_env={"PATH": os.environ["PATH"]}, minder_host=False
+    )
 
 
 def out_of(launcher: LocalLauncher, spec: AttemptSpec) -> str:
@@ -119,7 +133,24 @@ async def test_kill_after_the_end_does_nothing(launcher):
     assert await handle.wait() == status
 
 
-async def test_fifty_concurrent_starts_all_succeed_in_few_batches(launcher, monkeypatch):
+async def test_fifty_concurrent_starts_all_succeed(launcher):
+    results: dict[int, ExitStatus] = {}
+
+    async def one(n: int) -> None:
+        handle = await launcher.start(make_spec(f"echo {n}", n=n))
+        results[n] = await handle.wait()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for n in range(50):
+                nursery.start_soon(one, n)
+    assert sorted(results) == list(range(50))
+    assert all(status.exit_code == 0 for status in results.values())
+    assert out_of(launcher, make_spec("", n=17)) == "17\n"
+
+
+async def test_direct_spawns_of_a_burst_share_worker_threads(direct, monkeypatch):
+    launcher = direct
     batches: list[int] = []
     spawn_all = launcher._spawn_all
 
