@@ -33,6 +33,7 @@ from pysched.config.model import Config, Listen
 from pysched.engine import Engine, open_engine
 from pysched.engine.events import Event
 from pysched.errors import TokenFileError
+from pysched.gc_pause import tune_for_service
 from pysched.launch.base import Launcher
 from pysched.reload import Reloader
 from pysched.server_file import remove_current, write_current
@@ -127,6 +128,7 @@ async def serve(
     commit completes first.
     """
     notifier = notifier or _Silent()
+    tune_for_service()
     settings = config.scheduler
     store = await trio.to_thread.run_sync(lambda: Store.open(settings.state_dir, sync=sync))
     launcher = launcher_factory(config)

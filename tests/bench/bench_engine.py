@@ -30,6 +30,7 @@ import trio.testing
 from pysched.config import Config, parse_config
 from pysched.engine import open_engine
 from pysched.engine.journal_state import replay, snapshot_records
+from pysched.gc_pause import tune_for_service
 from pysched.store import Record, Store
 from pysched.testing import FakeLauncher
 from pysched.timing import FakeClock
@@ -157,6 +158,7 @@ async def grow_history(state_dir: Path, days: int, history_days: int) -> None:
 
 
 def main() -> None:
+    tune_for_service()  # as `pysched serve` does
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--history-days", type=int, default=7)

@@ -25,11 +25,12 @@ async def collect(log: EventLog, after: int | None, stopping: trio.Event, count:
     stream = event_frames(
         log, after, stopping=stopping, keepalive_seconds=60, encoded=EncodedEvents()
     )
-    async for frame in stream:
-        if frame.startswith((b"retry", b":")):
-            continue
-        frames.append(parse(frame))
-        if len(frames) == count:
+    async for chunk in stream:
+        for frame in chunk.split(b"\n\n"):
+            if not frame or frame.startswith((b"retry", b":")):
+                continue
+            frames.append(parse(frame + b"\n\n"))
+        if len(frames) >= count:
             break
     await stream.aclose()
     return frames
@@ -62,6 +63,18 @@ async def test_without_an_id_the_stream_starts_from_now() -> None:
         await trio.testing.wait_all_tasks_blocked()
         publish(log, 2)
     assert [f[0] for f in got] == [4, 5]
+
+
+async def test_events_ready_together_go_out_in_one_write() -> None:
+    log = EventLog(capacity=1_000)
+    publish(log, 600)
+    stream = event_frames(
+        log, 0, stopping=trio.Event(), keepalive_seconds=60, encoded=EncodedEvents()
+    )
+    assert await stream.__anext__() == b"retry: 2000\n\n"
+    sizes = [(await stream.__anext__()).count(b"\nevent: ") for _ in range(3)]
+    assert sizes == [256, 256, 88]
+    await stream.aclose()
 
 
 async def test_a_reader_behind_the_ring_gets_a_reset_then_live_events() -> None:
