@@ -20,7 +20,7 @@ once when the service starts stopping.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import orjson
 import trio
@@ -77,7 +77,7 @@ async def event_frames(
     stopping: trio.Event,
     keepalive_seconds: float,
     encoded: EncodedEvents,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """The SSE frames of the events after ``after``, until ``stopping`` is set.
 
     **Cancellation:** the generator holds no cancel scope across a ``yield``; each wait is a
