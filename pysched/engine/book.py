@@ -6,7 +6,7 @@ is the only writer; everyone else reads (``engine.book``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date
 
 from pysched.engine.runs import Run, RunState
@@ -18,6 +18,7 @@ class Book:
         self._runs: dict[str, Run] = {}
         self._by_key: dict[tuple[str, date], list[Run]] = {}
         self._by_job: dict[str, list[Run]] = {}
+        self._by_date: dict[date, list[Run]] = {}
 
     def add(self, run: Run) -> None:
         if run.run_id in self._runs:
@@ -25,6 +26,7 @@ class Book:
         self._runs[run.run_id] = run
         self._by_key.setdefault((run.job, run.run_date), []).append(run)
         self._by_job.setdefault(run.job, []).append(run)
+        self._by_date.setdefault(run.run_date, []).append(run)
 
     def replace(self, run: Run) -> None:
         """Put ``run`` in place of the run with the same id (replay and fail-stop revert)."""
@@ -33,7 +35,11 @@ class Book:
             self.add(run)
             return
         self._runs[run.run_id] = run
-        for index in (self._by_key[(run.job, run.run_date)], self._by_job[run.job]):
+        for index in (
+            self._by_key[(run.job, run.run_date)],
+            self._by_job[run.job],
+            self._by_date[run.run_date],
+        ):
             index[index.index(old)] = run
 
     def remove(self, run: Run) -> None:
@@ -45,6 +51,9 @@ class Book:
         self._by_job[run.job].remove(run)
         if not self._by_job[run.job]:
             del self._by_job[run.job]
+        self._by_date[run.run_date].remove(run)
+        if not self._by_date[run.run_date]:
+            del self._by_date[run.run_date]
 
     def get(self, run_id: str) -> Run:
         """The run with that id; ``UnknownRunError`` (a ``LookupError``) if there is none."""
@@ -78,6 +87,8 @@ class Book:
             source: list[Run] | Iterator[Run] = self._by_key.get((job, run_date), [])
         elif job is not None:
             source = self._by_job.get(job, [])
+        elif run_date is not None:
+            source = self._by_date.get(run_date, [])
         else:
             source = iter(self._runs.values())
         wanted = RunState(state) if isinstance(state, str) else state
@@ -87,6 +98,10 @@ class Book:
             if (run_date is None or run.run_date == run_date)
             and (wanted is None or run.state is wanted)
         ]
+
+    def runs_of_job(self, job: str) -> Sequence[Run]:
+        """The job's runs in creation order, without a copy: read it, do not keep it."""
+        return self._by_job.get(job, ())
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self._runs.values())

@@ -43,7 +43,10 @@ class EventLog:
 
     def __init__(self, capacity: int = 10_000, *, first_id: int = 1) -> None:
         self._events: deque[Event] = deque(maxlen=capacity)
+        self._capacity = capacity
         self._next_id = first_id
+        self._by_run: dict[str, deque[Event]] = {}
+        """The events in the ring that name a run, per run (for a run's page)."""
         self._changed = trio.Event()
 
     @property
@@ -53,10 +56,30 @@ class EventLog:
     def publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> Event:
         event = Event(id=self._next_id, at=at, kind=kind, data=data)
         self._next_id += 1
-        self._events.append(event)
+        events = self._events
+        if len(events) == self._capacity:  # the oldest leaves the ring, and its run's index
+            self._forget(events[0])
+        events.append(event)
+        run_id = data.get("run_id")
+        if run_id is not None:
+            self._by_run.setdefault(run_id, deque()).append(event)
         self._changed.set()
         self._changed = trio.Event()
         return event
+
+    def _forget(self, event: Event) -> None:
+        run_id = event.data.get("run_id")
+        if run_id is None:
+            return
+        mine = self._by_run.get(run_id)
+        if mine and mine[0] is event:
+            mine.popleft()
+            if not mine:
+                del self._by_run[run_id]
+
+    def for_run(self, run_id: str) -> list[Event]:
+        """The events in the ring about ``run_id``, oldest first (no scan of the ring)."""
+        return list(self._by_run.get(run_id, ()))
 
     def recent(self) -> list[Event]:
         """Every event still in the ring, oldest first."""

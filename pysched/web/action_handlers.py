@@ -15,7 +15,7 @@ from pysched.engine.runs import Run
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.inputs import date_field, only_keys, text_field
-from pysched.web.views import TypicalDurations, run_view
+from pysched.web.views import run_view
 
 Reply = tuple[int, Any]
 
@@ -38,10 +38,9 @@ def _run_action(engine: Engine, action: str) -> RunAction:
     return actions[action]
 
 
-def _views(engine: Engine, runs: list[Run]) -> list[dict[str, Any]]:
-    typical = TypicalDurations(engine.book)
-    now = engine.clock.now()
-    return [run_view(run, now=now, typical=typical) for run in runs]
+def _views(call: Call, runs: list[Run]) -> list[dict[str, Any]]:
+    now = call.engine.clock.now()
+    return [run_view(run, now=now, typical=call.typical) for run in runs]
 
 
 def _known_job(call: Call) -> str:
@@ -59,7 +58,7 @@ def run_action_handler(action: str) -> Callable[[Call], Awaitable[Reply]]:
         if run_id not in call.engine.book:
             raise ApiError(404, f"no run {run_id!r} (run ids look like extract.2026-10-16.1)")
         run = await _run_action(call.engine, action)(run_id, by=call.who, why=why)
-        return 200, _views(call.engine, [run])[0]
+        return 200, _views(call, [run])[0]
 
     handle.__name__ = f"run_{action.replace('-', '_')}"
     return handle
@@ -71,7 +70,7 @@ async def trigger(call: Call) -> Reply:
     run_date = date_field(call.body, "run_date")
     why = text_field(call.body, "why") or ""
     run = await call.engine.trigger(job, run_date, by=call.who, why=why)
-    return 201, _views(call.engine, [run])[0]
+    return 201, _views(call, [run])[0]
 
 
 async def hold_job(call: Call) -> Reply:
@@ -85,7 +84,7 @@ async def release_job(call: Call) -> Reply:
     only_keys(call.body, ("why",))
     job = _known_job(call)
     runs = await call.engine.release_job(job, by=call.who, why=text_field(call.body, "why") or "")
-    return 200, {"job": job, "held": False, "released": _views(call.engine, runs)}
+    return 200, {"job": job, "held": False, "released": _views(call, runs)}
 
 
 async def backfill(call: Call) -> Reply:
@@ -98,4 +97,4 @@ async def backfill(call: Call) -> Reply:
         raise ApiError(422, f"to ({end}) is before from ({start})", field="to")
     why = text_field(call.body, "why") or ""
     runs = await call.engine.backfill(job, start, end, by=call.who, why=why)
-    return 201, {"runs": _views(call.engine, runs)}
+    return 201, {"runs": _views(call, runs)}

@@ -13,6 +13,7 @@ from pysched.engine import Engine
 from pysched.reload import Reloader
 from pysched.tokens import TokenEntry
 from pysched.web.auth import TokenBook
+from pysched.web.views import TypicalDurations
 
 T = TypeVar("T")
 
@@ -44,6 +45,16 @@ class WebContext:
     server's shutdown for its whole grace period."""
     keepalive_seconds: float = 15.0
     offload: Offload = in_worker_thread
+    typical_max_age: float = 5.0
+    """How long a job's typical duration is reused before it is worked out again."""
+    _typical: TypicalDurations | None = field(default=None, init=False, repr=False)
+
+    @property
+    def typical(self) -> TypicalDurations:
+        """Typical job durations, shared by every request."""
+        if self._typical is None:
+            self._typical = TypicalDurations(self.engine.book, max_age=self.typical_max_age)
+        return self._typical
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +73,10 @@ class Call:
     @property
     def engine(self) -> Engine:
         return self.context.engine
+
+    @property
+    def typical(self) -> TypicalDurations:
+        return self.context.typical
 
     @property
     def who(self) -> str:

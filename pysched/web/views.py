@@ -8,6 +8,7 @@ and how long the job's runs usually take.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -53,27 +54,35 @@ def run_duration(run: Run, now: datetime) -> float | None:
 
 
 class TypicalDurations:
-    """Each job's typical duration (median of its latest succeeded runs), worked out once per
-    request however many of its runs are shown."""
+    """Each job's typical duration: the median of its latest succeeded runs.
 
-    def __init__(self, book: Book) -> None:
+    Worked out at most once per ``max_age`` seconds per job and shared by every request (a
+    list of a hundred runs asks for the same few jobs again and again; a statistic a few
+    seconds old is as good as a fresh one).
+    """
+
+    def __init__(self, book: Book, *, max_age: float = 5.0) -> None:
         self._book = book
-        self._known: dict[str, float | None] = {}
+        self._max_age = max_age
+        self._known: dict[str, tuple[float, float | None]] = {}
 
     def of(self, job: str) -> float | None:
-        if job not in self._known:
-            durations: list[float] = []
-            for run in reversed(self._book.runs(job=job)):
-                if run.state is RunState.SUCCEEDED and run.attempts:
-                    last = run.attempts[-1]
-                    if last.ended_at is not None:
-                        durations.append(
-                            (last.ended_at - run.attempts[0].started_at).total_seconds()
-                        )
-                        if len(durations) == TYPICAL_SAMPLE:
-                            break
-            self._known[job] = statistics.median(durations) if durations else None
-        return self._known[job]
+        now = time.monotonic()
+        known = self._known.get(job)
+        if known is not None and now - known[0] < self._max_age:
+            return known[1]
+        durations: list[float] = []
+        for run in reversed(self._book.runs_of_job(job)):
+            if run.state is RunState.SUCCEEDED:
+                attempts = run.attempts
+                last = attempts[-1] if attempts else None
+                if last is not None and last.ended_at is not None:
+                    durations.append((last.ended_at - attempts[0].started_at).total_seconds())
+                    if len(durations) == TYPICAL_SAMPLE:
+                        break
+        typical = statistics.median(durations) if durations else None
+        self._known[job] = (now, typical)
+        return typical
 
 
 def run_view(run: Run, *, now: datetime, typical: TypicalDurations) -> dict[str, Any]:
