@@ -15,7 +15,6 @@ from pysched.engine.runs import Run
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.inputs import date_field, only_keys, text_field
-from pysched.web.views import run_view
 
 Reply = tuple[int, Any]
 
@@ -40,7 +39,7 @@ def _run_action(engine: Engine, action: str) -> RunAction:
 
 def _views(call: Call, runs: list[Run]) -> list[dict[str, Any]]:
     now = call.engine.clock.now()
-    return [run_view(run, now=now, typical=call.typical) for run in runs]
+    return [call.views.of(run, now) for run in runs]
 
 
 def _known_job(call: Call) -> str:

@@ -13,7 +13,7 @@ from pysched.engine import Engine
 from pysched.reload import Reloader
 from pysched.tokens import TokenEntry
 from pysched.web.auth import TokenBook
-from pysched.web.views import TypicalDurations
+from pysched.web.views import RunViews, TypicalDurations
 
 T = TypeVar("T")
 
@@ -47,14 +47,15 @@ class WebContext:
     offload: Offload = in_worker_thread
     typical_max_age: float = 5.0
     """How long a job's typical duration is reused before it is worked out again."""
-    _typical: TypicalDurations | None = field(default=None, init=False, repr=False)
+    _views: RunViews | None = field(default=None, init=False, repr=False)
 
     @property
-    def typical(self) -> TypicalDurations:
-        """Typical job durations, shared by every request."""
-        if self._typical is None:
-            self._typical = TypicalDurations(self.engine.book, max_age=self.typical_max_age)
-        return self._typical
+    def views(self) -> RunViews:
+        """Run views and typical job durations, shared by every request."""
+        if self._views is None:
+            typical = TypicalDurations(self.engine.book, max_age=self.typical_max_age)
+            self._views = RunViews(typical)
+        return self._views
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,8 +76,8 @@ class Call:
         return self.context.engine
 
     @property
-    def typical(self) -> TypicalDurations:
-        return self.context.typical
+    def views(self) -> RunViews:
+        return self.context.views
 
     @property
     def who(self) -> str:

@@ -20,7 +20,7 @@ from pysched.launch.log_files import Stream, attempt_output
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.inputs import date_value, int_query
-from pysched.web.views import action_view, event_view, job_view, run_view
+from pysched.web.views import action_view, event_view, job_view
 
 Reply = tuple[int, Any]
 
@@ -52,7 +52,6 @@ async def list_jobs(call: Call) -> Reply:
     config, now = engine.config, engine.clock.now()
     names = list(config.jobs)
     firings = await call.context.offload(_next_firings, config, names, now, 3)
-    typical = call.typical
     held = engine.held_jobs
     jobs = [
         job_view(
@@ -61,7 +60,7 @@ async def list_jobs(call: Call) -> Reply:
             next_firings=next_firings,
             recent=engine.book.runs(job=name)[-5:],
             now=now,
-            typical=typical,
+            views=call.views,
         )
         for name, next_firings in zip(names, firings, strict=True)
     ]
@@ -82,7 +81,7 @@ async def one_job(call: Call) -> Reply:
         next_firings=firings,
         recent=engine.book.runs(job=name)[-20:],
         now=now,
-        typical=call.typical,
+        views=call.views,
     )
     return 200, view
 
@@ -106,8 +105,7 @@ async def list_runs(call: Call) -> Reply:
     runs = engine.book.runs(job=job, run_date=day, state=state)
     count = len(runs)
     now = engine.clock.now()
-    typical = call.typical
-    views = [run_view(run, now=now, typical=typical) for run in runs[-limit:]]
+    views = [call.views.of(run, now) for run in runs[-limit:]]
     return 200, {"runs": views, "count": count}
 
 
@@ -122,7 +120,7 @@ def _run(call: Call) -> Run:
 async def one_run(call: Call) -> Reply:
     engine = call.engine
     run = _run(call)
-    view = run_view(run, now=engine.clock.now(), typical=call.typical)
+    view = call.views.of(run, engine.clock.now())
     view["events"] = [event_view(event) for event in engine.events.for_run(run.run_id)]
     view["actions"] = [action_view(action) for action in engine.actions_for(run.run_id)]
     return 200, view

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -85,7 +86,8 @@ class TypicalDurations:
         return typical
 
 
-def run_view(run: Run, *, now: datetime, typical: TypicalDurations) -> dict[str, Any]:
+def _run_fields(run: Run) -> dict[str, Any]:
+    """Everything of a run's view but the two figures that change with time."""
     attempts = run.attempts
     last = attempts[-1] if attempts else None
     return {
@@ -103,10 +105,42 @@ def run_view(run: Run, *, now: datetime, typical: TypicalDurations) -> dict[str,
         "forced": run.forced,
         "started_at": _iso(attempts[0].started_at) if attempts else None,
         "ended_at": _iso(last.ended_at) if last is not None and run.state.finished else None,
-        "duration_s": run_duration(run, now),
-        "typical_duration_s": typical.of(run.job),
+        "duration_s": None,
+        "typical_duration_s": None,
         "attempts": [attempt_view(attempt) for attempt in attempts],
     }
+
+
+class RunViews:
+    """Runs as the API shows them, each built once per change and reused (a list of a
+    hundred runs is then a hundred dict copies, not six hundred timestamps formatted).
+
+    A cached view is keyed by everything in it that can change (state, reason, the attempts,
+    the next try, forced), so a change is never served stale; at most ``size`` are kept.
+    """
+
+    def __init__(self, typical: TypicalDurations, *, size: int = 20_000) -> None:
+        self.typical = typical
+        self._size = size
+        self._cache: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
+
+    def of(self, run: Run, now: datetime) -> dict[str, Any]:
+        attempts = run.attempts
+        key = (run.state, run.reason, len(attempts), attempts[-1] if attempts else None)
+        key += (run.next_try_at, run.forced)
+        cached = self._cache.get(run.run_id)
+        if cached is not None and cached[0] == key:
+            self._cache.move_to_end(run.run_id)
+            fields = cached[1]
+        else:
+            fields = _run_fields(run)
+            self._cache[run.run_id] = (key, fields)
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        view = dict(fields)
+        view["duration_s"] = run_duration(run, now)
+        view["typical_duration_s"] = self.typical.of(run.job)
+        return view
 
 
 def job_view(
@@ -116,7 +150,7 @@ def job_view(
     next_firings: Iterable[datetime],
     recent: Iterable[Run],
     now: datetime,
-    typical: TypicalDurations,
+    views: RunViews,
 ) -> dict[str, Any]:
     return {
         "name": job.name,
@@ -131,7 +165,7 @@ def job_view(
         "enabled": job.enabled,
         "held": held,
         "next_firings": [instant.isoformat() for instant in next_firings],
-        "recent_runs": [run_view(run, now=now, typical=typical) for run in recent],
+        "recent_runs": [views.of(run, now) for run in recent],
     }
 
 

@@ -294,9 +294,11 @@ async def closed_loop(
     *,
     clients: int,
     keep_going: Callable[[int], bool],
+    think_ms: float = 0.0,
 ) -> Latencies:
     """``clients`` tasks with a connection each, sending their requests back to back while
-    ``keep_going(rounds done)``."""
+    ``keep_going(rounds done)``; with ``think_ms``, each waits a random pause averaging that
+    long after each answer (people and dashboards, rather than a load generator)."""
     result = Latencies()
     parsed = httpx.URL(url)
     host, port = parsed.host, parsed.port or 80
@@ -313,6 +315,8 @@ async def closed_loop(
                     result.add(kind, (time.perf_counter() - t0) * 1000)
                     if status != 200:
                         result.errors.append(f"{path}: {status}")
+                    if think_ms:
+                        await trio.sleep(rng.expovariate(1000.0 / think_ms))
                 done += 1
         finally:
             await connection.aclose()
@@ -440,7 +444,7 @@ async def run_clients(
     today = datetime.now(UTC).date()
     days = history_days(today)
     phases = Phases(server_pid)
-    out: dict[str, Any] = {"phases": phases}
+    out: dict[str, Any] = {"phases": phases, "think_ms": args.think_ms}
     limits = httpx.Limits(max_connections=SSE_CLIENTS + 10, max_keepalive_connections=SSE_CLIENTS)
     timeout = httpx.Timeout(60.0)
     async with httpx.AsyncClient(
@@ -454,7 +458,7 @@ async def run_clients(
                 ("healthz", "/healthz"),
             ]
 
-        load = partial(closed_loop, url, token, clients=CLIENTS)
+        load = partial(closed_loop, url, token, clients=CLIENTS, think_ms=args.think_ms)
         await load(mixed, keep_going=lambda n: n < 2)  # warm-up: connections, first-call costs
 
         say("phase 0: floor (healthz only)")
@@ -659,6 +663,7 @@ def report(result: dict[str, Any], samples: list[list[float]], start_s: float) -
         "runs_in_store": HIST_JOBS * HIST_DAYS,
         "start_s": round(start_s, 2),
         "clients": CLIENTS,
+        "think_ms": result["think_ms"],
         "list_p50_ms_rest": rest.summary("list")["p50"],
         "list_p99_ms_rest": rest.summary("list")["p99"],
         "one_p50_ms_rest": rest.summary("one")["p50"],
@@ -709,6 +714,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=20, help="rounds per client at rest")
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean pause of each client after each answer (default 0: back to back)",
+    )
     parser.add_argument("--sse-clients", type=int, default=SSE_CLIENTS)
     parser.add_argument("--profile", type=Path, help="run the server under cProfile into FILE")
     args = parser.parse_args()
