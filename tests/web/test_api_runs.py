@@ -249,3 +249,25 @@ async def test_a_log_slice_never_splits_a_character(tmp_path: Path) -> None:
                 if offset >= body["size"]:
                     break
             assert "".join(pieces) == text
+
+
+async def test_a_cached_view_never_outlives_a_change(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    async with open_api(tmp_path, outcomes={"flaky": [1]}) as api:
+        await api.engine.trigger("flaky", date(2026, 10, 16))
+        await api.settle()
+        path = f"/api/v1/runs/flaky.{D}.1"
+        seen = []
+        for _ in range(4):
+            _, view = await api.get(path)
+            again = (await api.get(path))[1]  # served from the cache: the same view
+            assert {k: v for k, v in again.items() if k != "duration_s"} == {
+                k: v for k, v in view.items() if k != "duration_s"
+            }
+            seen.append((view["state"], len(view["attempts"]), view["attempts"][-1]["outcome"]))
+            await api.advance(seconds=61)
+        # running -> retrying (attempt 1 failed) -> running (attempt 2) -> failed
+        assert seen[0] == ("running", 1, None)
+        assert ("retrying", 1, "failed") in seen
+        assert seen[-1] == ("failed", 2, "failed")
