@@ -7,7 +7,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,9 @@ import pytest
 from pysched.cli.context import Globals
 from pysched.cli.discovery import DEFAULT_URL, UnusableConfig, resolve
 from pysched.server_file import current_path, read_current, remove_current, write_current
-from tests.cli.cli_fake_api import FakeApi, cli, install, run_json, write_config
+from tests.cli.cli_fake_api import FakeApi, cli, run_json, write_config
 
-
-@pytest.fixture(autouse=True)
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    fake = install(monkeypatch, tmp_path)
-    yield fake
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("api")
 
 
 def dead_pid() -> int:

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from pysched.cli import log_command
-from tests.cli.cli_fake_api import FakeApi, cli, install, run_json
+from tests.cli.cli_fake_api import FakeApi, cli, run_json
 
 RUN_ID = "fetch-rates.2026-10-16.1"
 RUN_PATH = f"/api/v1/runs/{RUN_ID}"
 
 
-@pytest.fixture(autouse=True)
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    fake = install(monkeypatch, tmp_path)
-    yield fake
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("api")
 
 
 @pytest.fixture

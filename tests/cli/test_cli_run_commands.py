@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.cli.cli_fake_api import FakeApi, cli, error, install, run_json
+from tests.cli.cli_fake_api import FakeApi, cli, error, run_json
 
-
-@pytest.fixture(autouse=True)
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    fake = install(monkeypatch, tmp_path)
-    yield fake
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("api")
 
 
 RUNS = [

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import json
 import stat
-import time
 from pathlib import Path
 
 import pytest
 
 from pysched.tokens import Role, load_tokens, read_admin_token
-from tests.cli.cli_fake_api import FakeApi, cli, install, write_config
+from tests.cli.cli_fake_api import FakeApi, cli, write_config
 
-
-@pytest.fixture(autouse=True)
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    fake = install(monkeypatch, tmp_path)
-    yield fake
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("api")
 
 
 CREATED = {

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from pysched.cli import watch_command
 from pysched.cli.sse import ServerEvent, read_events
-from tests.cli.cli_fake_api import FakeApi, cli, install
+from tests.cli.cli_fake_api import FakeApi, cli
 
-
-@pytest.fixture(autouse=True)
-def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    fake = install(monkeypatch, tmp_path)
-    yield fake
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("api")
 
 
 @pytest.fixture
