@@ -4,8 +4,11 @@ signals for reload and stop, and systemd's notify messages on a real datagram so
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
+import ssl
+import subprocess
 import tempfile
 import textwrap
 from collections.abc import AsyncIterator
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 import trio
 
 from pysched.config import load_config
@@ -184,3 +188,49 @@ async def test_systemd_hears_ready_reloading_and_stopping(tmp_path: Path) -> Non
             assert messages[-1] == "STOPPING=1"
         finally:
             listener.close()
+
+
+async def test_tls_when_a_certificate_is_configured(tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
+    made = subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", key, "-out", cert, "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"openssl could not make a certificate: {made.stderr[-200:]!r}")
+    path = tmp_path / "pysched.yaml"
+    path.write_text(
+        textwrap.dedent(CONFIG).replace(
+            "scheduler: {state_dir: state, log_dir: logs}",
+            "scheduler: {state_dir: state, log_dir: logs, tls: {cert: cert.pem, key: key.pem}}",
+        )
+    )
+    config = load_config(path)
+    async with trio.open_nursery() as nursery:
+        serving: Serving = await nursery.start(
+            lambda task_status: serve(
+                config,
+                launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+                listen=Listen.parse("127.0.0.1:0"),
+                stop_signals=(STOP,),
+                reload_signals=(RELOAD,),
+                task_status=task_status,
+            )
+        )
+        assert serving.urls[0].startswith("https://127.0.0.1:")
+        trusted = ssl.create_default_context(cafile=cert)
+        async with httpx.AsyncClient(verify=trusted) as client:
+            answer = await client.get(serving.urls[0] + "/healthz")
+            assert answer.json() == {"status": "ok"}
+        plain = serving.urls[0].replace("https://", "http://")
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.HTTPError):
+                await client.get(plain + "/healthz")
+        nursery.cancel_scope.cancel()
