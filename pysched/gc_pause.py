@@ -44,3 +44,15 @@ def tune_for_service() -> None:
     this). Memory still goes by reference counting; only cycles wait a little longer.
     """
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
+
+
+def freeze_startup_heap() -> None:
+    """Collect once, then move everything alive to the collector's permanent generation.
+
+    Called once the service is up: the modules it imported (Quart, hypercorn, ...), the config
+    and the replayed runs live as long as the process, and a full collection would otherwise
+    rescan all of them each time (150-300 ms on the API benchmark). The one collection here is
+    a one-time pause at start, before anything is served.
+    """
+    gc.collect()
+    gc.freeze()

@@ -33,7 +33,7 @@ from pysched.config.model import Config, Listen
 from pysched.engine import Engine, open_engine
 from pysched.engine.events import Event
 from pysched.errors import TokenFileError
-from pysched.gc_pause import tune_for_service
+from pysched.gc_pause import freeze_startup_heap, tune_for_service
 from pysched.launch.base import Launcher
 from pysched.reload import Reloader
 from pysched.server_file import remove_current, write_current
@@ -161,6 +161,7 @@ async def serve(
                     if web is not None
                     else Reloader(engine, config.path, hooks=_ReloadHooks(notifier))
                 )
+                freeze_startup_heap()
                 task_status.started(
                     Serving(engine=engine, urls=web.urls if web else [], reloader=reloader)
                 )
