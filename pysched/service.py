@@ -147,55 +147,77 @@ async def serve(
                 settings.log_dir,
             )
             result = ServeResult(code=0, reason="stopped")
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_log_events, engine)
-                web: _Web | None = None
-                if http:
-                    try:
-                        web = await _Web.start(nursery, engine, config, listen, notifier, announce)
-                    except (OSError, TokenFileError) as exc:
+            web: _Web | None = None
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_log_events, engine)
+                    if http:
+                        try:
+                            web = await _Web.start(
+                                nursery, engine, config, listen, notifier, announce
+                            )
+                        except (OSError, TokenFileError) as exc:
+                            nursery.cancel_scope.cancel()
+                            return _refused(exc, listen or settings.listen)
+                    reloader = (
+                        web.reloader
+                        if web is not None
+                        else Reloader(engine, config.path, hooks=_ReloadHooks(notifier))
+                    )
+                    freeze_startup_heap()
+                    task_status.started(
+                        Serving(engine=engine, urls=web.urls if web else [], reloader=reloader)
+                    )
+                    notifier.ready()
+                    if isinstance(notifier, SystemdNotifier):
+                        healthy = lambda: engine.error is None  # noqa: E731
+                        nursery.start_soon(partial(run_watchdog, notifier, healthy=healthy))
+
+                    async def on_failure() -> None:
+                        nonlocal result
+                        error = await engine.wait_failed()
+                        result = ServeResult(code=1, reason=f"the journal failed: {error}")
                         nursery.cancel_scope.cancel()
-                        return _refused(exc, listen or settings.listen)
-                reloader = (
-                    web.reloader
-                    if web is not None
-                    else Reloader(engine, config.path, hooks=_ReloadHooks(notifier))
-                )
-                freeze_startup_heap()
-                task_status.started(
-                    Serving(engine=engine, urls=web.urls if web else [], reloader=reloader)
-                )
-                notifier.ready()
-                if isinstance(notifier, SystemdNotifier):
-                    healthy = lambda: engine.error is None  # noqa: E731
-                    nursery.start_soon(partial(run_watchdog, notifier, healthy=healthy))
 
-                async def on_failure() -> None:
-                    nonlocal result
-                    error = await engine.wait_failed()
-                    result = ServeResult(code=1, reason=f"the journal failed: {error}")
+                    nursery.start_soon(on_failure)
+                    async for signum in signals:
+                        name = signal.Signals(signum).name
+                        if signum in reload_signals:
+                            log.info("%s: reloading %s", name, config.path)
+                            nursery.start_soon(_reload, reloader, name)
+                            continue
+                        log.info("%s: stopping (running attempts stay with their minders)", name)
+                        result = ServeResult(code=0, reason=f"stopped by {name}")
+                        break
+                    notifier.stopping()
+                    if web is not None:
+                        await web.stop()
                     nursery.cancel_scope.cancel()
-
-                nursery.start_soon(on_failure)
-                async for signum in signals:
-                    name = signal.Signals(signum).name
-                    if signum in reload_signals:
-                        log.info("%s: reloading %s", name, config.path)
-                        nursery.start_soon(_reload, reloader, name)
-                        continue
-                    log.info("%s: stopping (running attempts stay with their minders)", name)
-                    result = ServeResult(code=0, reason=f"stopped by {name}")
-                    break
-                notifier.stopping()
-                if web is not None:
-                    await web.stop()
-                nursery.cancel_scope.cancel()
+            finally:
+                if web is not None:  # whatever the exit: no CLI is sent to a gone server
+                    await web.forget()
     log.info("%s", result.reason)
     return result
 
 
+def _only_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
+    """The first ``OSError`` of a group whose every leaf is one, else None."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        else:
+            leaves.append(item)
+    errors = [leaf for leaf in leaves if isinstance(leaf, OSError)]
+    return errors[0] if errors and len(errors) == len(leaves) else None
+
+
 def _refused(exc: BaseException, listen: Listen) -> ServeResult:
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and exc.filename:
+        reason = f"cannot read {exc.filename}: {exc.strerror or exc} (check scheduler.tls)"
+    elif isinstance(exc, OSError):
         reason = f"cannot listen on {listen}: {exc.strerror or exc}"
         reason += " — is another pysched (or program) using it? change scheduler.listen or --listen"
     else:
@@ -238,7 +260,10 @@ class _Web:
         settings = config.scheduler
         tokens_path, admin_path = settings.tokens_path, settings.admin_token_path
         created = not await trio.to_thread.run_sync(tokens_path.exists)
-        tokens = await trio.to_thread.run_sync(first_admin_token, tokens_path, admin_path)
+        try:
+            tokens = await trio.to_thread.run_sync(first_admin_token, tokens_path, admin_path)
+        except OSError as exc:
+            raise TokenFileError(f"cannot set up the API tokens in {tokens_path}: {exc}") from exc
         book = TokenBook(tokens_path, tokens)
         reloader = Reloader(engine, config.path, tokens=book, hooks=_ReloadHooks(notifier))
         metrics = Metrics(engine)
@@ -256,6 +281,13 @@ class _Web:
                     shutdown=web._shutdown,
                     task_status=task_status,
                 )
+            except BaseExceptionGroup as group:
+                # hypercorn binds inside nurseries of its own: a port in use, or a missing
+                # certificate, arrives wrapped; unwrap it so serve can say what it was
+                failure = _only_os_error(group)
+                if failure is None:
+                    raise
+                raise failure from None
             finally:
                 web._done.set()
 
@@ -263,17 +295,21 @@ class _Web:
         for url in web.urls:
             log.info("listening on %s (API at %s/api/v1)", url, url)
         if announce:
-            note = await trio.to_thread.run_sync(
-                partial(
-                    write_current,
-                    url=web.urls[0],
-                    config=config.path,
-                    admin_token_path=admin_path,
-                    ca=settings.tls.cert if settings.tls else None,
+            try:
+                note = await trio.to_thread.run_sync(
+                    partial(
+                        write_current,
+                        url=web.urls[0],
+                        config=config.path,
+                        admin_token_path=admin_path,
+                        ca=settings.tls.cert if settings.tls else None,
+                    )
                 )
-            )
-            web.announced = True
-            log.info("the CLI on this machine finds this server through %s", note)
+            except OSError as exc:  # a convenience for the CLI, never a reason to stop
+                log.warning("cannot write the note the CLI finds servers by: %s", exc)
+            else:
+                web.announced = True
+                log.info("the CLI on this machine finds this server through %s", note)
         if created:
             log.info(
                 "created the first admin token in %s (readable only by you); the CLI on this "
@@ -296,8 +332,14 @@ class _Web:
         self._shutdown.set()
         with trio.move_on_after(SHUTDOWN_GRACE):
             await self._done.wait()
+        await self.forget()
+
+    async def forget(self) -> None:
+        """Remove ``current.json`` (once), so no CLI is sent to a server that has gone."""
         if self.announced:
-            await trio.to_thread.run_sync(remove_current)
+            self.announced = False
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(remove_current)
 
 
 async def _log_events(engine: Engine) -> None:

@@ -38,7 +38,7 @@ import orjson
 from pysched.errors import TokenFileError
 
 PREFIX = "pysched_"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 _VERSION = 1
 
 
@@ -130,7 +130,7 @@ class Tokens:
 def check_name(name: str) -> None:
     """A token name: letters, digits and ``. _ @ -``, up to 64, starting with a letter or
     digit (it is written into the audit trail)."""
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise ValueError(
             f"token name {name!r} is not allowed: use letters, digits and . _ @ - "
             "(up to 64, starting with a letter or digit)"
@@ -171,6 +171,10 @@ def load_tokens(path: Path) -> Tokens | None:
         raise TokenFileError(f"{path}: 'tokens' must be a list")
     listed: list[Any] = items  # pyright: ignore[reportUnknownVariableType]
     entries = [_entry(path, index, item) for index, item in enumerate(listed)]
+    names = [entry.name for entry in entries]
+    hashes = [entry.sha256 for entry in entries]
+    if len(set(names)) != len(names) or len(set(hashes)) != len(hashes):
+        raise TokenFileError(f"{path}: a token name or hash is listed twice")
     return Tokens(tuple(entries))
 
 
@@ -191,6 +195,8 @@ def _entry(path: Path, index: int, item: Any) -> TokenEntry:
         role = parse_role(values["role"])
     except ValueError as exc:
         raise TokenFileError(f"{where}.role: {exc}") from None
+    if not NAME_PATTERN.fullmatch(values["name"]):
+        raise TokenFileError(f"{where}.name {values['name']!r} is not a token name")
     return TokenEntry(
         name=values["name"], role=role, sha256=values["sha256"], created=values["created"]
     )
@@ -206,9 +212,11 @@ def write_private(path: Path, content: bytes) -> None:
     """Atomically replace ``path`` with ``content``, mode 0600 from the first byte."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
-        os.write(fd, content)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import httpx
 import typer
 
 from pysched.cli import (
@@ -73,7 +74,22 @@ def global_options(
 ) -> None:
     """pysched: a workload scheduler — cron in every time zone, business calendars,
     dependencies, retries and pools."""
+    if url is not None:
+        check_url(url)
     ctx.obj = Globals(url=url, token=token, config=config)
+
+
+def check_url(url: str) -> None:
+    """``--url`` must be an http(s) URL with a host; anything else is a usage mistake."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise typer.BadParameter(f"{url!r} is not a URL: {exc}", param_hint="--url") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise typer.BadParameter(
+            f"{url!r}: give an http:// or https:// URL with a host, like http://127.0.0.1:8080",
+            param_hint="--url",
+        )
 
 
 app.command("serve")(serve_command.serve_command)

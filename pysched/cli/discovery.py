@@ -104,7 +104,10 @@ def resolve(options: Globals, env: Mapping[str, str] | None = None) -> Target:
         current if current is not None and _connectable(current.url).rstrip("/") == url else None
     )
     token = options.token
-    if not token and config is not None:
+    config_url = _connectable(config.scheduler.url).rstrip("/") if config is not None else None
+    if not token and config is not None and (url == config_url or local is not None):
+        # the config's admin token goes only to that config's own server: never to a
+        # --url elsewhere (a dev config's token must not reach prod)
         token = read_admin_token(config.scheduler.admin_token_path)
     if not token and local is not None and local.admin_token_path is not None:
         token = read_admin_token(local.admin_token_path)

@@ -41,6 +41,7 @@ _HOLDABLE = (
     RunState.RETRYING,
 )
 _BACKFILL_LIMIT = 3_660
+LAST_YEAR = 9000
 
 
 class Engine(EngineCore):
@@ -215,6 +216,7 @@ class Engine(EngineCore):
             if (end - start).days > _BACKFILL_LIMIT:
                 raise ActionError(f"backfill is limited to {_BACKFILL_LIMIT} days")
             self._within_history(start)
+            self._within_history(end)
             runs: list[Run] = []
             day = start
             while day <= end:
@@ -280,7 +282,10 @@ class Engine(EngineCore):
 
     def _within_history(self, day: date) -> None:
         """Runs for dates past ``history_days`` may already be archived: making a new one
-        could reuse an archived run's id, so it is refused."""
+        could reuse an archived run's id, so it is refused. Dates after ``LAST_YEAR`` are
+        refused too (date arithmetic near year 9999 overflows)."""
+        if day.year > LAST_YEAR:
+            raise ActionError(f"run date {day} is after the year {LAST_YEAR}")
         days = self.config.scheduler.history_days
         oldest = (self._time() - timedelta(days=days)).date()
         if day < oldest:

@@ -89,6 +89,11 @@ class EventLog:
         """Return when the next event is published."""
         await self._changed.wait()
 
+    def next_published(self) -> trio.Event:
+        """An event set when the next event is published. Take it right after reading
+        ``since`` (no checkpoint between), so nothing published in between is missed."""
+        return self._changed
+
     def since(self, last_id: int) -> list[Event] | None:
         """Events after ``last_id``, or None when some of them already left the ring."""
         if not self._events or last_id >= self.last_id:

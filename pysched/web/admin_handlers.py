@@ -91,13 +91,25 @@ async def config_diff(call: Call) -> Reply:
             )
     old = _find_version(call, query["from"], "from")
     new = _find_version(call, query["to"], "to")
-    diff = difflib.unified_diff(
-        str(old.get("text", "")).splitlines(keepends=True),
-        str(new.get("text", "")).splitlines(keepends=True),
-        fromfile=f"config@{old['sha256'][:12]}",
-        tofile=f"config@{new['sha256'][:12]}",
+    diff = await call.context.offload(
+        _unified_diff,
+        str(old.get("text", "")),
+        str(new.get("text", "")),
+        f"config@{old['sha256'][:12]}",
+        f"config@{new['sha256'][:12]}",
     )
-    return 200, {"from": old["sha256"], "to": new["sha256"], "diff": "".join(diff)}
+    return 200, {"from": old["sha256"], "to": new["sha256"], "diff": diff}
+
+
+def _unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    """A unified diff of two texts (pure; big configs make it slow, so it leaves the loop)."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=old_name,
+        tofile=new_name,
+    )
+    return "".join(lines)
 
 
 async def list_tokens(call: Call) -> Reply:
@@ -130,5 +142,8 @@ async def revoke_token(call: Call) -> Reply:
     name = call.args["name"]
     if call.context.tokens.tokens.get(name) is None:
         raise ApiError(404, f"no token named {name!r}")
-    await call.context.tokens.revoke(name)
+    try:
+        await call.context.tokens.revoke(name)
+    except LookupError:  # revoked meanwhile
+        raise ApiError(404, f"no token named {name!r}") from None
     return 200, {"revoked": name}

@@ -62,7 +62,10 @@ def create_app(context: WebContext) -> QuartTrio:
             return json_response(200, {"status": "ok"})
         if path == "/readyz":
             if engine.error is not None:
-                return json_response(503, {"status": "failed", "error": str(engine.error)})
+                # no details without a token: the cause (with its file names) is in the log
+                return json_response(
+                    503, {"status": "failed", "error": "the engine has stopped; see its log"}
+                )
             if context.stopping.is_set():
                 return json_response(503, {"status": "stopping", "error": "shutting down"})
             return json_response(200, {"status": "ready"})

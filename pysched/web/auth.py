@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 
+from pysched.errors import TokenFileError
 from pysched.tokens import Role, TokenEntry, Tokens, load_tokens, save_tokens
 from pysched.web.api_errors import ApiError
 
@@ -31,18 +32,22 @@ class TokenBook:
         """Re-read the file. ``TokenFileError`` keeps the old set and propagates; a file that
         has gone keeps the old set too (with a warning): locking everyone out, the admin
         included, is never what removing it by mistake should do."""
-        loaded = await trio.to_thread.run_sync(load_tokens, self.path)
-        if loaded is None:
-            log.warning("tokens file %s is gone; keeping the tokens in force", self.path)
-            return
-        self.tokens = loaded
+        async with self._lock:
+            loaded = await trio.to_thread.run_sync(load_tokens, self.path)
+            if loaded is None:
+                log.warning("tokens file %s is gone; keeping the tokens in force", self.path)
+                return
+            self.tokens = loaded
 
     async def create(self, name: str, role: Role) -> tuple[TokenEntry, str]:
-        """A new token (``ValueError`` for a bad or taken name); the secret is returned once."""
+        """A new token (``ValueError`` for a bad or taken name); the secret is returned once.
+
+        The change is made to the file as it is now (a token written there by ``pysched token
+        create`` while the server was unreachable is kept), under the book's lock.
+        """
         async with self._lock:
-            tokens, secret = self.tokens.with_new(name, role)
-            await trio.to_thread.run_sync(save_tokens, self.path, tokens)
-            self.tokens = tokens
+            tokens, secret = (await self._current()).with_new(name, role)
+            await self._save(tokens)
         entry = tokens.get(name)
         assert entry is not None
         return entry, secret
@@ -50,9 +55,18 @@ class TokenBook:
     async def revoke(self, name: str) -> None:
         """Remove a token (``LookupError`` if there is none of that name)."""
         async with self._lock:
-            tokens = self.tokens.without(name)
+            await self._save((await self._current()).without(name))
+
+    async def _current(self) -> Tokens:
+        loaded = await trio.to_thread.run_sync(load_tokens, self.path)
+        return loaded if loaded is not None else self.tokens
+
+    async def _save(self, tokens: Tokens) -> None:
+        try:
             await trio.to_thread.run_sync(save_tokens, self.path, tokens)
-            self.tokens = tokens
+        except OSError as exc:
+            raise TokenFileError(f"{self.path}: cannot write the tokens file: {exc}") from exc
+        self.tokens = tokens
 
 
 def authorize(header: str | None, tokens: Tokens, needed: Role) -> TokenEntry:

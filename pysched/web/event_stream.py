@@ -59,8 +59,10 @@ def resume_point(header: str | None, query: str | None) -> int | None:
         return None
     assert text is not None
     text = text.strip()
-    if not text.isdigit():
-        raise ApiError(400, f"Last-Event-ID {text!r} is not an event id", field="last_event_id")
+    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+        raise ApiError(
+            400, f"Last-Event-ID {text[:40]!r} is not an event id", field="last_event_id"
+        )
     return int(text)
 
 
@@ -102,20 +104,20 @@ async def event_frames(
                 yield b"".join([encoded.encode(event) for event in chunk])
                 cursor = chunk[-1].id
             continue
-        woke = await _wait(log, stopping, keepalive_seconds)
+        woke = await _wait(log.next_published(), stopping, keepalive_seconds)
         if not woke and not stopping.is_set():
             yield b": keepalive\n\n"
 
 
-async def _wait(log: EventLog, stopping: trio.Event, seconds: float) -> bool:
-    """Wait for the next event or the stop; False when ``seconds`` passed with neither."""
+async def _wait(published: trio.Event, stopping: trio.Event, seconds: float) -> bool:
+    """Wait for ``published`` or the stop; False when ``seconds`` passed with neither."""
     woke = False
     with trio.move_on_after(seconds):
         async with trio.open_nursery() as nursery:
 
             async def on_event() -> None:
                 nonlocal woke
-                await log.wait_for_next()
+                await published.wait()
                 woke = True
                 nursery.cancel_scope.cancel()
 

@@ -55,15 +55,30 @@ def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> 
     return value
 
 
+FIRST_YEAR, LAST_YEAR = 1900, 9000
+"""Run dates outside these years are refused: nothing real lives there, and date arithmetic
+near year 1 or 9999 would overflow."""
+
+
 def date_value(text: str, field: str, *, status: int = 400) -> date:
     try:
-        return date.fromisoformat(text.strip())
+        value = date.fromisoformat(text.strip())
     except ValueError:
         raise ApiError(
             status,
             f"{field} {text!r} is not a date: write YYYY-MM-DD, like 2026-10-16",
             field=field,
         ) from None
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise ApiError(422, f"{field} {value} is outside {FIRST_YEAR}..{LAST_YEAR}", field=field)
+    return value
+
+
+def whole_number(text: str, field: str, *, digits: int = 18) -> int:
+    """A non-negative whole number written in ASCII digits (no sign, at most ``digits``)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= digits):
+        raise ApiError(400, f"{field} {text[:40]!r} is not a whole number", field=field)
+    return int(text)
 
 
 def date_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> date | None:
@@ -75,10 +90,8 @@ def int_query(args: Mapping[str, str], key: str, default: int, low: int, high: i
     text = args.get(key)
     if text is None or text == "":
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ApiError(400, f"{key} {text!r} is not a whole number", field=key) from None
+    stripped = text.removeprefix("-")
+    value = whole_number(stripped, key) * (-1 if text.startswith("-") else 1)
     if not low <= value <= high:
         raise ApiError(400, f"{key} must be from {low} to {high}, not {value}", field=key)
     return value

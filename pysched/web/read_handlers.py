@@ -19,7 +19,7 @@ from pysched.engine.runs import Run, RunState
 from pysched.launch.log_files import Stream, attempt_output
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
-from pysched.web.inputs import date_value, int_query
+from pysched.web.inputs import date_value, int_query, whole_number
 from pysched.web.views import action_view, event_view, job_view
 
 Reply = tuple[int, Any]
@@ -163,9 +163,7 @@ async def attempt_log(call: Call) -> Reply:
     engine = call.engine
     run = _run(call)
     text = call.args["attempt"]
-    if not text.isdigit():
-        raise ApiError(400, f"attempt {text!r} is not a number", field="attempt")
-    number = int(text)
+    number = whole_number(text, "attempt", digits=6)
     attempt = next((a for a in run.attempts if a.number == number), None)
     if attempt is None:
         made = len(run.attempts)

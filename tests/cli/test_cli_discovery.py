@@ -214,3 +214,20 @@ def test_the_running_serve_of_the_same_config_gives_its_real_url(tmp_path: Path)
     write_current(url="http://127.0.0.1:43210", config=config, admin_token_path=token_file)
     target = resolve(Globals(config=config))
     assert (target.url, target.token) == ("http://127.0.0.1:43210", "pysched_site")
+
+
+def test_a_configs_admin_token_never_goes_to_another_url(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "dev", listen="127.0.0.1:9911")
+    token_file = tmp_path / "dev" / "state" / "admin.token"
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    token_file.write_text("pysched_dev_admin\n")
+    assert resolve(Globals(config=config)).token == "pysched_dev_admin"
+    elsewhere = resolve(Globals(config=config, url="https://prod.example.test"))
+    assert (elsewhere.url, elsewhere.token) == ("https://prod.example.test", None)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x", "127.0.0.1:8080", "http://"])
+def test_a_bad_url_is_a_usage_mistake(url: str) -> None:
+    result = cli("--url", url, "status")
+    assert result.exit_code == 2
+    assert "--url" in result.output

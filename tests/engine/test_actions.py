@@ -173,3 +173,20 @@ async def test_mark_success_on_running_refused(autojump_clock: trio.testing.Mock
         with pytest.raises(ActionError, match="it is running") as caught:
             await engine.mark_success("up.2026-10-19.1")
         assert caught.value.state == "running"
+
+
+async def test_run_dates_near_the_end_of_time_are_refused(autojump_clock: object) -> None:
+    from datetime import date
+
+    import pytest
+
+    from pysched.errors import ActionError
+    from tests.engine.harness import Harness, config_from
+
+    config = config_from('jobs:\n  a: {schedule: "0 3 * * *", command: "true"}\n')
+    async with Harness(config).engine() as engine:
+        with pytest.raises(ActionError, match="after the year 9000"):
+            await engine.backfill("a", date(9999, 12, 1), date(9999, 12, 31))
+        with pytest.raises(ActionError, match="after the year 9000"):
+            await engine.trigger("a", date(9999, 12, 31))
+        assert engine.error is None

@@ -197,6 +197,21 @@ BAD_REQUESTS = [
     ("GET", "/api/v1/config/versions/abcdef12", None, 404, None),
     ("GET", "/api/v1/config/diff?from=abcdef", None, 400, "to"),
     ("POST", "/api/v1/reload", {"now": True}, 422, "now"),
+    ("GET", f"/api/v1/runs/extract.{D}.1/attempts/²/log", None, 400, "attempt"),
+    ("GET", f"/api/v1/runs/extract.{D}.1/attempts/{'9' * 5000}/log", None, 400, "attempt"),
+    ("GET", f"/api/v1/events?last_event_id={'9' * 5000}", None, 400, "last_event_id"),
+    ("GET", f"/api/v1/runs?limit={'9' * 5000}", None, 400, "limit"),
+    ("GET", "/api/v1/forecast?from=0001-01-01&to=0001-12-31", None, 422, "from"),
+    ("GET", "/api/v1/runs?date=9999-12-31", None, 422, "date"),
+    (
+        "POST",
+        "/api/v1/jobs/extract/backfill",
+        {"from": "9999-12-01", "to": "9999-12-31"},
+        422,
+        "from",
+    ),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "9999-12-31"}, 422, "run_date"),
+    ("POST", "/api/v1/tokens", {"name": "ann\n", "role": "viewer"}, 422, "name"),
 ]
 
 

@@ -234,3 +234,24 @@ async def test_tls_when_a_certificate_is_configured(tmp_path: Path) -> None:
             with pytest.raises(httpx.HTTPError):
                 await client.get(plain + "/healthz")
         nursery.cancel_scope.cancel()
+
+
+async def test_a_port_in_use_is_a_clear_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "pysched.yaml"
+    path.write_text(textwrap.dedent(CONFIG))
+    config = load_config(path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = await serve(
+            config,
+            launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+            listen=Listen.parse(f"127.0.0.1:{port}"),
+            stop_signals=(STOP,),
+            reload_signals=(RELOAD,),
+        )
+    assert result.code == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.reason
+    assert "change scheduler.listen or --listen" in result.reason
+    assert not (Path(os.environ["XDG_STATE_HOME"]) / "pysched" / "current.json").exists()
