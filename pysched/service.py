@@ -343,8 +343,14 @@ class _Web:
 
 
 async def _log_events(engine: Engine) -> None:
+    """One log line per event; a checkpoint every few lines, so a burst of a thousand events
+    (one release of a held job) is written in short steps, not one long one."""
+    written = 0
     async for event in engine.events.follow():
         log.info("%s", describe(event))
+        written += 1
+        if written % 32 == 0:
+            await trio.lowlevel.checkpoint()
 
 
 def describe(event: Event) -> str:
