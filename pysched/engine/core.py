@@ -141,6 +141,9 @@ class EngineCore:
         self._action_seq = 0
         self._now: datetime | None = None
         """The instant of the current loop pass: every change in one pass happens at once."""
+        self._committing = False
+        """True while a pass's changes wait for their commit (the book shows them already)."""
+        self._commit_done = trio.Event()
         self._index_config()
 
     # -- public ---------------------------------------------------------------------------
@@ -158,6 +161,17 @@ class EngineCore:
             if self.error is not None or (not self._inbox and not self._busy):
                 return
             await self._idle.wait()
+
+    async def committed(self) -> None:
+        """Return once no change is waiting for its commit, so that what the book shows is
+        durable: call it right before reading ``book``, with no checkpoint in between.
+
+        The loop changes runs in memory first and then awaits the journal (write-ahead); a
+        reader that looks during that await would see a change that a failed commit then takes
+        back. Returns at once (no checkpoint) when nothing is being committed.
+        """
+        while self._committing:
+            await self._commit_done.wait()
 
     async def wait_failed(self) -> BaseException:
         """Wait until the engine fail-stops; return the cause (also in ``engine.error``)."""
@@ -347,11 +361,16 @@ class EngineCore:
         written = [run.to_data() for run in changed]
         records = [Record(type="run", data=data) for data in written]
         records += self._records
+        self._committing = True
         try:
             await self._store.commit(records)
         except StoreError as exc:
             self._fail_stop(exc)
             return False
+        finally:
+            self._committing = False
+            self._commit_done.set()
+            self._commit_done = trio.Event()
         for run, data in zip(changed, written, strict=True):
             run.committed = data  # the copy fail-stop goes back to
         self._dirty.clear()

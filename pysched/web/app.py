@@ -115,6 +115,9 @@ def create_app(context: WebContext) -> QuartTrio:
                 )
                 if route.handler is None:
                     return await special(route, call)
+                if route.method == "GET":
+                    # a read shows only what the journal holds (invariant 1)
+                    await context.engine.committed()
                 status, result = await route.handler(call)
                 return json_response(status, result)
             except ApiError as exc:

@@ -52,6 +52,7 @@ async def list_jobs(call: Call) -> Reply:
     config, now = engine.config, engine.clock.now()
     names = list(config.jobs)
     firings = await call.context.offload(_next_firings, config, names, now, 3)
+    await engine.committed()  # the await above let the engine run: look again
     held = engine.held_jobs
     jobs = [
         job_view(
@@ -75,6 +76,7 @@ async def one_job(call: Call) -> Reply:
     if job is None:
         raise ApiError(404, f"no job {name!r} in the config")
     (firings,) = await call.context.offload(_next_firings, config, [name], now, 10)
+    await engine.committed()  # the await above let the engine run: look again
     view = job_view(
         job,
         held=name in engine.held_jobs,
