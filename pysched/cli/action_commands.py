@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.arguments import parse_date
-from pysched.cli.client import api_path, session
+from pysched.cli.client import api_path, ask, session
 from pysched.cli.output import print_json
 from pysched.cli.run_display import run_line
 
@@ -80,10 +80,8 @@ def backfill(
     if last < first:
         raise typer.BadParameter(f"--to {last} is before --from {first}", param_hint="--to")
     body = _body(why, **{"from": first.isoformat(), "to": last.isoformat()})
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.post(api_path("/api/v1/jobs", job, "backfill"), body)
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "POST", api_path("/api/v1/jobs", job, "backfill"), body=body)
+    if answer is None:
         return
     runs: list[dict[str, Any]] = answer.get("runs") or []
     for run in runs:
@@ -93,10 +91,8 @@ def backfill(
 
 def hold_job(ctx: typer.Context, job: JobArg, why: WhyOpt = None, as_json: JsonOpt = False) -> None:
     """Hold a job: its new runs are created held, until the job is released."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.post(api_path("/api/v1/jobs", job, "hold"), _body(why))
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "POST", api_path("/api/v1/jobs", job, "hold"), body=_body(why))
+    if answer is None:
         return
     typer.echo(f"job {answer.get('job', job)} held")
 
@@ -105,10 +101,8 @@ def release_job(
     ctx: typer.Context, job: JobArg, why: WhyOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Release a held job, and the runs it held."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.post(api_path("/api/v1/jobs", job, "release"), _body(why))
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "POST", api_path("/api/v1/jobs", job, "release"), body=_body(why))
+    if answer is None:
         return
     typer.echo(f"job {answer.get('job', job)} released")
     released: list[dict[str, Any]] = answer.get("released") or []

@@ -246,3 +246,25 @@ def session(ctx: typer.Context, as_json: bool) -> Generator[Client]:
             client.close()
     except ClientError as exc:
         raise report(exc, as_json=as_json) from None
+
+
+def ask(
+    ctx: typer.Context,
+    as_json: bool,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """One request to the server the global options point at. With ``--json`` the answer is
+    printed as it came and None is returned (the command has nothing left to do); otherwise
+    the answer is returned for the command to format."""
+    if method == "POST" and body is None:
+        body = {}
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.request(method, path, params=params, body=body)
+    if as_json:
+        print_json(answer)
+        return None
+    return answer

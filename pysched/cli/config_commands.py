@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.client import api_path, session
-from pysched.cli.output import print_json, print_table
+from pysched.cli.client import api_path, ask
+from pysched.cli.output import print_table
 from pysched.cli.run_display import local_time
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
@@ -23,10 +23,8 @@ ShaArg = Annotated[
 
 def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Make the server re-read its config file (a file with problems changes nothing)."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.post("/api/v1/reload")
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "POST", "/api/v1/reload")
+    if answer is None:
         return
     warnings: list[str] = answer.get("warnings") or []
     for warning in warnings:
@@ -37,10 +35,8 @@ def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def versions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The config versions the server has applied, oldest first; * marks the one in force."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get("/api/v1/config/versions")
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", "/api/v1/config/versions")
+    if answer is None:
         return
     listed: list[dict[str, Any]] = answer.get("versions") or []
     rows = [
@@ -57,10 +53,8 @@ def versions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def show(ctx: typer.Context, sha: ShaArg, as_json: JsonOpt = False) -> None:
     """Print one config version's text, as it was applied."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get(api_path("/api/v1/config/versions", sha))
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", api_path("/api/v1/config/versions", sha))
+    if answer is None:
         return
     typer.echo(str(answer.get("text", "")), nl=False)
 
@@ -72,10 +66,8 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """The unified diff between two config versions."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get("/api/v1/config/diff", params={"from": old, "to": new})
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", "/api/v1/config/diff", params={"from": old, "to": new})
+    if answer is None:
         return
     text = str(answer.get("diff", ""))
     if not text:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.client import session
+from pysched.cli.client import ask, session
 from pysched.cli.output import print_json, print_table
 from pysched.cli.run_display import local_time, paint_state
 
@@ -22,10 +22,8 @@ def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print the server's JSON.")] = False,
 ) -> None:
     """Every job: its schedule, next firing (local time), last run's state, and whether held."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get("/api/v1/jobs")
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", "/api/v1/jobs")
+    if answer is None:
         return
     listed: list[dict[str, Any]] = answer.get("jobs") or []
     rows: list[list[str]] = []

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.arguments import parse_date
-from pysched.cli.client import api_path, session
+from pysched.cli.client import api_path, ask, session
 from pysched.cli.output import print_json, print_table
 from pysched.cli.run_display import (
     duration_cell,
@@ -62,10 +62,8 @@ def status(
         "state": parse_state(state) if state else None,
         "limit": limit,
     }
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get("/api/v1/runs", params=params)
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", "/api/v1/runs", params=params)
+    if answer is None:
         return
     runs: list[dict[str, Any]] = answer.get("runs") or []
     print_status(runs)

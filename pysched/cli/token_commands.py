@@ -23,9 +23,9 @@ from pysched.cli.client import (
     ClientError,
     ServerUnreachable,
     api_path,
+    ask,
     find_target,
     report,
-    session,
 )
 from pysched.cli.output import fail, print_json, print_table
 from pysched.cli.run_display import local_time
@@ -106,10 +106,8 @@ def _create_in_file(config: Config, name: str, role: Role) -> dict[str, Any]:
 
 def list_tokens(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The tokens the server accepts: name, role and when each was created (never a secret)."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.get("/api/v1/tokens")
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "GET", "/api/v1/tokens")
+    if answer is None:
         return
     listed: list[dict[str, Any]] = answer.get("tokens") or []
     rows = [
@@ -121,9 +119,7 @@ def list_tokens(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def revoke(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) -> None:
     """Revoke a token: the server refuses it from now on."""
-    with session(ctx, as_json) as api:
-        answer: dict[str, Any] = api.delete(api_path("/api/v1/tokens", name))
-    if as_json:
-        print_json(answer)
+    answer = ask(ctx, as_json, "DELETE", api_path("/api/v1/tokens", name))
+    if answer is None:
         return
     typer.echo(f"revoked: {answer.get('revoked', name)}")
