@@ -75,15 +75,10 @@ def _alive(pid: int, start: int | None) -> bool:
 
     Reads ``/proc``, which is memory, not disk: fine on the loop.
     """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
+    found = minder.proc_state(pid)
+    if found is None or found[0] in (b"Z", b"X"):
         return False
-    fields = data[data.rfind(b")") + 2 :].split()
-    if not fields or fields[0] in (b"Z", b"X"):
-        return False
-    return start is None or (len(fields) > 19 and int(fields[19]) == start)
+    return start is None or found[1] == start
 
 
 def _open_pidfd(pid: int) -> FileIO | None:

@@ -65,8 +65,9 @@ else:
 NOTE_VERSION = 1
 
 
-def proc_start_ticks(pid: int | str) -> int | None:
-    """The start time of ``pid`` in clock ticks (``/proc/<pid>/stat`` field 22), or None."""
+def proc_state(pid: int | str) -> "tuple[bytes, int] | None":
+    """The state letter of ``pid`` (``R``, ``S``, ``Z``, ...) and its start time in clock ticks
+    (``/proc/<pid>/stat`` fields 3 and 22), or None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
@@ -75,9 +76,15 @@ def proc_start_ticks(pid: int | str) -> int | None:
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     fields = data[data.rfind(b")") + 2 :].split()
     try:
-        return int(fields[19])  # fields[0] is field 3 (state); field 22 is fields[19]
+        return fields[0], int(fields[19])  # fields[0] is field 3; field 22 is fields[19]
     except (IndexError, ValueError):
         return None
+
+
+def proc_start_ticks(pid: int | str) -> "int | None":
+    """The start time of ``pid`` in clock ticks, or None."""
+    found = proc_state(pid)
+    return found[1] if found is not None else None
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
