@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -40,7 +39,7 @@ from pysched.server_file import remove_current, write_current
 from pysched.store import Store
 from pysched.systemd import SystemdNotifier, run_watchdog
 from pysched.timing.clock import Clock, RealClock
-from pysched.tokens import first_admin_token
+from pysched.tokens import Tokens, first_admin_token
 
 log = logging.getLogger("pysched.service")
 
@@ -130,15 +129,17 @@ async def serve(
     notifier = notifier or _Silent()
     tune_for_service()
     settings = config.scheduler
+    clock = clock or RealClock()
     store = await trio.to_thread.run_sync(lambda: Store.open(settings.state_dir, sync=sync))
     launcher = launcher_factory(config)
     with trio.open_signal_receiver(*stop_signals, *reload_signals) as signals:
         async with open_engine(
             config,
             store,
-            clock=clock or RealClock(),
+            clock=clock,
             launcher=launcher,
-            first_event_id=int(time.time() * 1_000_000),  # ids grow across restarts
+            # ids grow across restarts: they start from the clock, in microseconds
+            first_event_id=int(clock.now().timestamp() * 1_000_000),
         ) as engine:
             log.info(
                 "serving %d jobs; state in %s, logs in %s",
@@ -259,9 +260,13 @@ class _Web:
 
         settings = config.scheduler
         tokens_path, admin_path = settings.tokens_path, settings.admin_token_path
-        created = not await trio.to_thread.run_sync(tokens_path.exists)
+
+        def load() -> tuple[bool, Tokens]:
+            created = not tokens_path.exists()
+            return created, first_admin_token(tokens_path, admin_path)
+
         try:
-            tokens = await trio.to_thread.run_sync(first_admin_token, tokens_path, admin_path)
+            created, tokens = await trio.to_thread.run_sync(load)
         except OSError as exc:
             raise TokenFileError(f"cannot set up the API tokens in {tokens_path}: {exc}") from exc
         book = TokenBook(tokens_path, tokens)

@@ -85,10 +85,6 @@ class EventLog:
         """Every event still in the ring, oldest first."""
         return list(self._events)
 
-    async def wait_for_next(self) -> None:
-        """Return when the next event is published."""
-        await self._changed.wait()
-
     def next_published(self) -> trio.Event:
         """An event set when the next event is published. Take it right after reading
         ``since`` (no checkpoint between), so nothing published in between is missed."""

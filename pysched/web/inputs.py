@@ -90,8 +90,7 @@ def int_query(args: Mapping[str, str], key: str, default: int, low: int, high: i
     text = args.get(key)
     if text is None or text == "":
         return default
-    stripped = text.removeprefix("-")
-    value = whole_number(stripped, key) * (-1 if text.startswith("-") else 1)
+    value = whole_number(text, key)
     if not low <= value <= high:
         raise ApiError(400, f"{key} must be from {low} to {high}, not {value}", field=key)
     return value

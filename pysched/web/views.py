@@ -8,11 +8,12 @@ and how long the job's runs usually take.
 from __future__ import annotations
 
 import statistics
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
+
+import trio
 
 from pysched.config.model import Job
 from pysched.engine.book import Book
@@ -68,7 +69,7 @@ class TypicalDurations:
         self._known: dict[str, tuple[float, float | None]] = {}
 
     def of(self, job: str) -> float | None:
-        now = time.monotonic()
+        now = trio.current_time()
         known = self._known.get(job)
         if known is not None and now - known[0] < self._max_age:
             return known[1]
