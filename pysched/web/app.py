@@ -14,7 +14,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
@@ -23,19 +22,11 @@ from pysched.errors import ActionError, EngineStopped, TokenFileError, UnknownRu
 from pysched.web.api_errors import ApiError
 from pysched.web.auth import authorize
 from pysched.web.context import Call, WebContext
-from pysched.web.event_stream import EncodedEvents, event_frames, resume_point
 from pysched.web.inputs import parse_body
-from pysched.web.openapi import openapi_document
 from pysched.web.routes import ROUTES, Route
+from pysched.web.service_handlers import json_response
 
 log = logging.getLogger(__name__)
-
-JSON = "application/json"
-METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def json_response(status: int, body: Any) -> Response:
-    return Response(orjson.dumps(body, default=str), status=status, mimetype=JSON)
 
 
 def error_response(error: ApiError) -> Response:
@@ -52,46 +43,6 @@ def create_app(context: WebContext) -> QuartTrio:
     app.config["RESPONSE_TIMEOUT"] = None  # event streams stay open for hours
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     app.config["JSON_SORT_KEYS"] = False
-    encoded = EncodedEvents()
-    document = openapi_document()
-
-    async def special(route: Route, call: Call) -> Response:
-        path = route.path
-        engine = context.engine
-        if path == "/healthz":
-            return json_response(200, {"status": "ok"})
-        if path == "/readyz":
-            if engine.error is not None:
-                # no details without a token: the cause (with its file names) is in the log
-                return json_response(
-                    503, {"status": "failed", "error": "the engine has stopped; see its log"}
-                )
-            if context.stopping.is_set():
-                return json_response(503, {"status": "stopping", "error": "shutting down"})
-            return json_response(200, {"status": "ready"})
-        if path == "/api/v1/openapi.json":
-            return json_response(200, document)
-        if path == "/metrics":
-            if context.metrics is None:
-                raise ApiError(404, "metrics are not enabled on this server")
-            response = Response(context.metrics.render())
-            response.headers["Content-Type"] = METRICS_CONTENT_TYPE
-            return response
-        if path == "/api/v1/events":
-            after = resume_point(call.headers.get("last-event-id"), call.query.get("last_event_id"))
-            frames = event_frames(
-                engine.events,
-                after,
-                stopping=context.stopping,
-                keepalive_seconds=context.keepalive_seconds,
-                encoded=encoded,
-            )
-            response = Response(frames, mimetype="text/event-stream")
-            response.headers["Cache-Control"] = "no-cache"
-            response.headers["X-Accel-Buffering"] = "no"
-            response.timeout = None
-            return response
-        raise AssertionError(f"no built-in handler for {path}")
 
     def view(route: Route) -> Callable[..., Awaitable[Response]]:
         async def dispatch(**args: str) -> Response:
@@ -113,12 +64,13 @@ def create_app(context: WebContext) -> QuartTrio:
                     caller=caller,
                     headers={key.lower(): value for key, value in request.headers.items()},
                 )
-                if route.handler is None:
-                    return await special(route, call)
                 if route.method == "GET":
                     # a read shows only what the journal holds (invariant 1)
                     await context.engine.committed()
-                status, result = await route.handler(call)
+                answer = await route.handler(call)
+                if isinstance(answer, Response):
+                    return answer
+                status, result = answer
                 return json_response(status, result)
             except ApiError as exc:
                 return error_response(exc)

@@ -13,6 +13,7 @@ from pysched.engine import Engine
 from pysched.reload import Reloader
 from pysched.tokens import TokenEntry
 from pysched.web.auth import TokenBook
+from pysched.web.event_stream import EncodedEvents
 from pysched.web.views import RunViews, TypicalDurations
 
 T = TypeVar("T")
@@ -44,6 +45,8 @@ class WebContext:
     """Set first thing on a graceful stop: event streams end at once instead of holding the
     server's shutdown for its whole grace period."""
     keepalive_seconds: float = 15.0
+    encoded: EncodedEvents = field(default_factory=EncodedEvents)
+    """Each event's SSE bytes, encoded once for every stream."""
     offload: Offload = in_worker_thread
     typical_max_age: float = 5.0
     """How long a job's typical duration is reused before it is worked out again."""

@@ -9,13 +9,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from quart import Response
+
 from pysched.tokens import Role
 from pysched.web import action_handlers as acts
 from pysched.web import admin_handlers as admin
 from pysched.web import read_handlers as read
+from pysched.web import service_handlers as service
 from pysched.web.context import Call
 
-Handler = Callable[[Call], Awaitable[tuple[int, Any]]]
+Handler = Callable[[Call], Awaitable[tuple[int, Any] | Response]]
+"""A status and a JSON body, or a ready ``Response`` (the service's own endpoints)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,8 +38,7 @@ class Route:
     role: Role | None
     """None: no token needed (health probes, the OpenAPI document)."""
     summary: str
-    handler: Handler | None = None
-    """None for the routes the app serves itself (events, metrics, probes, openapi)."""
+    handler: Handler
     query: tuple[Param, ...] = ()
     body: tuple[Param, ...] = ()
     required: tuple[str, ...] = ()
@@ -55,14 +58,14 @@ _WHY = Param(name="why", description="Why, for the audit trail.")
 _DATE = "date"
 
 ROUTES: tuple[Route, ...] = (
-    Route(method="GET", path="/healthz", role=None, summary="Liveness: the process answers.",
-          result="Health", tag="service"),
-    Route(method="GET", path="/readyz", role=None, summary="Readiness: the engine runs.",
-          result="Health", errors=(503,), tag="service"),
-    Route(method="GET", path="/metrics", role=Role.VIEWER,
+    Route(method="GET", path="/healthz", role=None, handler=service.healthz,
+          summary="Liveness: the process answers.", result="Health", tag="service"),
+    Route(method="GET", path="/readyz", role=None, handler=service.readyz,
+          summary="Readiness: the engine runs.", result="Health", errors=(503,), tag="service"),
+    Route(method="GET", path="/metrics", role=Role.VIEWER, handler=service.metrics,
           summary="Prometheus metrics (text format 0.0.4).", result="text", tag="service"),
-    Route(method="GET", path="/api/v1/openapi.json", role=None, summary="This document.",
-          result="object", tag="service"),
+    Route(method="GET", path="/api/v1/openapi.json", role=None, handler=service.openapi,
+          summary="This document.", result="object", tag="service"),
     Route(method="GET", path="/api/v1/jobs", role=Role.VIEWER, handler=read.list_jobs,
           summary="Every job: definition, next three firings, five latest runs.",
           result="JobList", tag="jobs"),
@@ -116,7 +119,7 @@ ROUTES: tuple[Route, ...] = (
                  Param(name="from", description="First day.", schema=_DATE),
                  Param(name="to", description="Last day.", schema=_DATE)),
           result="Forecast", errors=(400, 422), tag="jobs"),
-    Route(method="GET", path="/api/v1/events", role=Role.VIEWER,
+    Route(method="GET", path="/api/v1/events", role=Role.VIEWER, handler=service.events,
           summary="Server-sent events: every committed change, numbered.",
           query=(Param(name="last_event_id", description="Resume after this id.",
                        schema="integer"),),

@@ -1,0 +1,74 @@
+"""The service's own endpoints: health probes, the OpenAPI document, metrics and the event
+stream. They answer with a ready ``Response`` (their own shapes and content types) where the
+API's handlers answer with a status and a JSON body."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import orjson
+from quart import Response
+
+from pysched.web.api_errors import ApiError
+from pysched.web.context import Call
+from pysched.web.event_stream import event_frames, resume_point
+
+JSON = "application/json"
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def json_response(status: int, body: Any) -> Response:
+    return Response(orjson.dumps(body, default=str), status=status, mimetype=JSON)
+
+
+async def healthz(call: Call) -> Response:
+    return json_response(200, {"status": "ok"})
+
+
+async def readyz(call: Call) -> Response:
+    if call.engine.error is not None:
+        # no details without a token: the cause (with its file names) is in the log
+        return json_response(
+            503, {"status": "failed", "error": "the engine has stopped; see its log"}
+        )
+    if call.context.stopping.is_set():
+        return json_response(503, {"status": "stopping", "error": "shutting down"})
+    return json_response(200, {"status": "ready"})
+
+
+@functools.cache
+def _document() -> dict[str, Any]:
+    from pysched.web.openapi import openapi_document  # it reads the route table, which names us
+
+    return openapi_document()
+
+
+async def openapi(call: Call) -> Response:
+    return json_response(200, _document())
+
+
+async def metrics(call: Call) -> Response:
+    source = call.context.metrics
+    if source is None:
+        raise ApiError(404, "metrics are not enabled on this server")
+    response = Response(source.render())
+    response.headers["Content-Type"] = METRICS_CONTENT_TYPE
+    return response
+
+
+async def events(call: Call) -> Response:
+    context = call.context
+    after = resume_point(call.headers.get("last-event-id"), call.query.get("last_event_id"))
+    frames = event_frames(
+        call.engine.events,
+        after,
+        stopping=context.stopping,
+        keepalive_seconds=context.keepalive_seconds,
+        encoded=context.encoded,
+    )
+    response = Response(frames, mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    response.timeout = None
+    return response
