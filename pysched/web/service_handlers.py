@@ -10,12 +10,12 @@ from typing import Any
 import orjson
 from quart import Response
 
+from pysched.metrics import CONTENT_TYPE
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.event_stream import event_frames, resume_point
 
 JSON = "application/json"
-METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def json_response(status: int, body: Any) -> Response:
@@ -53,7 +53,7 @@ async def metrics(call: Call) -> Response:
     if source is None:
         raise ApiError(404, "metrics are not enabled on this server")
     response = Response(source.render())
-    response.headers["Content-Type"] = METRICS_CONTENT_TYPE
+    response.headers["Content-Type"] = CONTENT_TYPE
     return response
 
 
