@@ -28,12 +28,13 @@ from pysched.errors import TokenFileError
 log = logging.getLogger(__name__)
 
 
-class ReloadHooks(Protocol):
-    """What else a reload touches: the systemd notifier and the API's tokens, for example."""
+class ReloadWatcher(Protocol):
+    """Who hears that a reload begins and ends (systemd's notifier: ``RELOADING=1``, then
+    ``READY=1`` again whether the new file was applied or refused)."""
 
-    def reloading(self) -> None: ...
+    def reloading(self) -> object: ...
 
-    def reloaded(self) -> None: ...
+    def ready(self) -> object: ...
 
 
 class TokensSource(Protocol):
@@ -64,12 +65,12 @@ class Reloader:
         path: Path,
         *,
         tokens: TokensSource | None = None,
-        hooks: ReloadHooks | None = None,
+        watcher: ReloadWatcher | None = None,
     ) -> None:
         self._engine = engine
         self._path = path
         self._tokens = tokens
-        self._hooks = hooks
+        self._watcher = watcher
         self._lock = trio.Lock()
 
     async def reload(self, *, by: str) -> ReloadOutcome:
@@ -80,13 +81,13 @@ class Reloader:
         it is applied whole.
         """
         async with self._lock:
-            if self._hooks is not None:
-                self._hooks.reloading()
+            if self._watcher is not None:
+                self._watcher.reloading()
             try:
                 return await self._reload(by)
             finally:
-                if self._hooks is not None:
-                    self._hooks.reloaded()
+                if self._watcher is not None:
+                    self._watcher.ready()
 
     async def _reload(self, by: str) -> ReloadOutcome:
         engine = self._engine

@@ -70,17 +70,6 @@ class _Silent:
         pass
 
 
-class _ReloadHooks:
-    def __init__(self, notifier: Notifier) -> None:
-        self._notifier = notifier
-
-    def reloading(self) -> None:
-        self._notifier.reloading()
-
-    def reloaded(self) -> None:
-        self._notifier.ready()
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServeResult:
     """How ``serve`` ended: ``code`` is the process exit code, ``reason`` says why."""
@@ -163,7 +152,7 @@ async def serve(
                     reloader = (
                         web.reloader
                         if web is not None
-                        else Reloader(engine, config.path, hooks=_ReloadHooks(notifier))
+                        else Reloader(engine, config.path, watcher=notifier)
                     )
                     freeze_startup_heap()
                     task_status.started(
@@ -270,7 +259,7 @@ class _Web:
         except OSError as exc:
             raise TokenFileError(f"cannot set up the API tokens in {tokens_path}: {exc}") from exc
         book = TokenBook(tokens_path, tokens)
-        reloader = Reloader(engine, config.path, tokens=book, hooks=_ReloadHooks(notifier))
+        reloader = Reloader(engine, config.path, tokens=book, watcher=notifier)
         metrics = Metrics(engine)
         await nursery.start(metrics.run)
         context = WebContext(engine=engine, tokens=book, reloader=reloader, metrics=metrics)
