@@ -39,10 +39,14 @@ STOP, RELOAD = signal.SIGUSR1, signal.SIGUSR2
 
 @asynccontextmanager
 async def live(
-    tmp_path: Path, notifier: SystemdNotifier | None = None
+    tmp_path: Path,
+    notifier: SystemdNotifier | None = None,
+    *,
+    text: str = CONFIG,
+    verify: ssl.SSLContext | bool = True,
 ) -> AsyncIterator[tuple[Serving, httpx.AsyncClient, trio.Nursery]]:
     path = tmp_path / "pysched.yaml"
-    path.write_text(textwrap.dedent(CONFIG))
+    path.write_text(textwrap.dedent(text))
     config = load_config(path)
     async with trio.open_nursery() as nursery:
         serving: Serving = await nursery.start(
@@ -58,7 +62,10 @@ async def live(
         )
         token = (tmp_path / "state" / "admin.token").read_text().strip()
         async with httpx.AsyncClient(
-            base_url=serving.urls[0], headers={"Authorization": f"Bearer {token}"}, timeout=10
+            base_url=serving.urls[0],
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+            verify=verify,
         ) as client:
             yield serving, client, nursery
 
@@ -205,34 +212,18 @@ async def test_tls_when_a_certificate_is_configured(tmp_path: Path) -> None:
     )
     if made.returncode != 0:
         pytest.skip(f"openssl could not make a certificate: {made.stderr[-200:]!r}")
-    path = tmp_path / "pysched.yaml"
-    path.write_text(
-        textwrap.dedent(CONFIG).replace(
-            "scheduler: {state_dir: state, log_dir: logs}",
-            "scheduler: {state_dir: state, log_dir: logs, tls: {cert: cert.pem, key: key.pem}}",
-        )
+    text = CONFIG.replace(
+        "scheduler: {state_dir: state, log_dir: logs}",
+        "scheduler: {state_dir: state, log_dir: logs, tls: {cert: cert.pem, key: key.pem}}",
     )
-    config = load_config(path)
-    async with trio.open_nursery() as nursery:
-        serving: Serving = await nursery.start(
-            lambda task_status: serve(
-                config,
-                launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
-                listen=Listen.parse("127.0.0.1:0"),
-                stop_signals=(STOP,),
-                reload_signals=(RELOAD,),
-                task_status=task_status,
-            )
-        )
+    trusted = ssl.create_default_context(cafile=cert)
+    async with live(tmp_path, text=text, verify=trusted) as (serving, client, nursery):
         assert serving.urls[0].startswith("https://127.0.0.1:")
-        trusted = ssl.create_default_context(cafile=cert)
-        async with httpx.AsyncClient(verify=trusted) as client:
-            answer = await client.get(serving.urls[0] + "/healthz")
-            assert answer.json() == {"status": "ok"}
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
         plain = serving.urls[0].replace("https://", "http://")
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient() as insecure:
             with pytest.raises(httpx.HTTPError):
-                await client.get(plain + "/healthz")
+                await insecure.get(plain + "/healthz")
         nursery.cancel_scope.cancel()
 
 
