@@ -134,11 +134,7 @@ def scan_file(
 
     try:
         try:
-            lines = iter_lines(path)
-            current = next(lines, None)
-            while current is not None:
-                upcoming = next(lines, None)
-                number, offset, raw = current
+            for number, offset, raw, last in iter_lines(path):
                 try:
                     if kind == "snapshot" and number == 1:
                         scan.header = header_from(read_fields(raw))
@@ -170,12 +166,11 @@ def scan_file(
                         if on_record is not None and record is not None:
                             on_record(record)
                 except LineError as exc:
-                    if exc.torn and upcoming is None and tail_may_tear:
+                    if exc.torn and last and tail_may_tear:
                         scan.torn = TornTail(name=name, line=number, offset=offset, reason=str(exc))
                     else:
                         problem(number, str(exc))
                         expected = None  # the bad line's own seq is unknown: no second report
-                current = upcoming
         except OSError as exc:
             problem(0, f"cannot be read: {exc.strerror or exc}")
         if kind == "snapshot" and not scan.problems:
@@ -201,19 +196,14 @@ def replay_file(
     next append cuts).
     """
     min_seq = 1 if kind == "journal" else 0
-    lines = iter_lines(path)
-    current = next(lines, None)
-    while current is not None:
-        upcoming = next(lines, None)
-        number, _, raw = current
+    for number, _, raw, last in iter_lines(path):
         try:
             fields = read_fields(raw)
             if not (kind == "snapshot" and number == 1):
                 yield record_from(fields, min_seq=min_seq)
         except LineError as exc:
-            if not (exc.torn and tail_may_tear and upcoming is None):
+            if not (exc.torn and tail_may_tear and last):
                 raise ValueError(f"{name}:{number}: {exc}") from None
-        current = upcoming
 
 
 def read_header(path: Path) -> SnapshotHeader:

@@ -201,10 +201,16 @@ def header_from(fields: dict[str, Any]) -> SnapshotHeader:
     return SnapshotHeader(segment=segment, seq=seq, records=records)
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """``(line number from 1, byte offset, raw line with its newline)`` for each line, streamed."""
+def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
+    """``(line number from 1, byte offset, raw line with its newline, is it the last line)``
+    for each line, streamed (a torn line is forgiven only as a file's last)."""
     offset = 0
     with path.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            yield number, offset, raw
+        lines = enumerate(file, start=1)
+        current = next(lines, None)
+        while current is not None:
+            upcoming = next(lines, None)
+            number, raw = current
+            yield number, offset, raw, upcoming is None
             offset += len(raw)
+            current = upcoming
