@@ -133,7 +133,8 @@ async def test_kill_after_the_end_does_nothing(launcher):
     assert await handle.wait() == status
 
 
-async def test_fifty_concurrent_starts_all_succeed(launcher):
+async def run_burst(launcher, count: int) -> dict[int, ExitStatus]:
+    """``count`` attempts (``echo n``) started at once; how each ended."""
     results: dict[int, ExitStatus] = {}
 
     async def one(n: int) -> None:
@@ -142,8 +143,13 @@ async def test_fifty_concurrent_starts_all_succeed(launcher):
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            for n in range(50):
+            for n in range(count):
                 nursery.start_soon(one, n)
+    return results
+
+
+async def test_fifty_concurrent_starts_all_succeed(launcher):
+    results = await run_burst(launcher, 50)
     assert sorted(results) == list(range(50))
     assert all(status.exit_code == 0 for status in results.values())
     assert out_of(launcher, make_spec("", n=17)) == "17\n"
@@ -159,16 +165,7 @@ async def test_direct_spawns_of_a_burst_share_worker_threads(direct, monkeypatch
         spawn_all(batch)
 
     monkeypatch.setattr(launcher, "_spawn_all", counting)
-    results: dict[int, ExitStatus] = {}
-
-    async def one(n: int) -> None:
-        handle = await launcher.start(make_spec(f"echo {n}", n=n))
-        results[n] = await handle.wait()
-
-    with trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            for n in range(50):
-                nursery.start_soon(one, n)
+    results = await run_burst(launcher, 50)
     assert sorted(results) == list(range(50))
     assert all(status.exit_code == 0 for status in results.values())
     assert sum(batches) == 50
