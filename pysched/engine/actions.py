@@ -23,7 +23,7 @@ action                  allowed from
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -179,7 +179,7 @@ class Engine(EngineCore):
         await self.call(handler)
 
     async def release_job(self, job: str, *, by: str = "", why: str = "") -> list[Run]:
-        def handler() -> list[Run]:
+        def steps() -> Generator[None, None, list[Run]]:
             self._job(job)
             if job not in self._job_holds:
                 raise ActionError(f"job {job!r} is not held", state="released")
@@ -198,10 +198,11 @@ class Engine(EngineCore):
                 if run.reason.startswith("job held"):
                     self._release(run)
                     released.append(run)
+                    yield
             self._record_action("release_job", job, by, why)
             return released
 
-        return await self.call(handler)
+        return await self.call_in_steps(steps)
 
     async def backfill(
         self, job: str, start: date, end: date, *, by: str = "", why: str = ""
@@ -209,7 +210,7 @@ class Engine(EngineCore):
         """A run of ``job`` for each date in ``start``..``end`` its calendar allows (every day
         without a calendar); dependents are created as usual."""
 
-        def handler() -> list[Run]:
+        def steps() -> Generator[None, None, list[Run]]:
             definition = self._job(job)
             if end < start:
                 raise ActionError(f"backfill ends ({end}) before it starts ({start})")
@@ -229,11 +230,12 @@ class Engine(EngineCore):
                             trigger=Trigger.BACKFILL,
                         )
                     )
+                    yield
                 day += timedelta(days=1)
             self._record_action("backfill", job, by, why or f"{start}..{end}")
             return runs
 
-        return await self.call(handler)
+        return await self.call_in_steps(steps)
 
     async def apply_config(self, new: Config, *, by: str = "") -> None:
         """Apply a new config: new jobs start firing, removed jobs stop (their running runs

@@ -23,10 +23,10 @@ import heapq
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 import trio.testing
@@ -59,6 +59,7 @@ from pysched.timing.run_dates import run_date_for
 from pysched.timing.schedule import Firing
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INBOX_BATCH = 2_000
 """At most this many inbox items are folded into one commit."""
@@ -66,6 +67,12 @@ START_BATCH = 32
 """At most this many attempts are started per loop pass, so the loop stays responsive: a burst
 of 200 ready runs is started over about seven passes of a few milliseconds each, with a
 checkpoint between them, rather than one pass of 30-60 ms that a 10 ms ticker would feel."""
+SLICE = 100
+"""A pass that changes many runs (an operator releasing a held job's 1,000 runs) yields to the
+other tasks every this many steps: its handler's steps, the runs it encodes for the journal and
+the effects it runs after the commit. The pass stays one atomic commit; readers wait for it
+(``committed``) as they wait for any commit, and the loop is never blocked for more than a few
+milliseconds at a time."""
 
 
 class _Watch:
@@ -141,9 +148,10 @@ class EngineCore:
         self._action_seq = 0
         self._now: datetime | None = None
         """The instant of the current loop pass: every change in one pass happens at once."""
-        self._committing = False
-        """True while a pass's changes wait for their commit (the book shows them already)."""
-        self._commit_done = trio.Event()
+        self._pass_open = False
+        """True from a pass's first change until its commit returns: the book shows changes
+        the journal does not hold yet."""
+        self._pass_closed = trio.Event()
         self._index_config()
 
     # -- public ---------------------------------------------------------------------------
@@ -167,11 +175,12 @@ class EngineCore:
         durable: call it right before reading ``book``, with no checkpoint in between.
 
         The loop changes runs in memory first and then awaits the journal (write-ahead); a
-        reader that looks during that await would see a change that a failed commit then takes
-        back. Returns at once (no checkpoint) when nothing is being committed.
+        reader that looks during that await, or while a big pass yields between its slices
+        (``SLICE``), would see a change that a failed commit then takes back. Returns at once
+        (no checkpoint) when no pass is open.
         """
-        while self._committing:
-            await self._commit_done.wait()
+        while self._pass_open:
+            await self._pass_closed.wait()
 
     async def wait_failed(self) -> BaseException:
         """Wait until the engine fail-stops; return the cause (also in ``engine.error``)."""
@@ -299,32 +308,63 @@ class EngineCore:
                 continue
             self._busy = True
             self._now = self.clock.now()
-            batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
-            calls: list[Call] = []
-            for work in batch:
-                if isinstance(work, Call):
-                    calls.append(work)
-                    try:
-                        work.result = work.handler()
-                    except PyschedError as exc:
-                        work.error = exc
-                else:
-                    self._handle(work)
-            self._settle_changes()
-            if not await self._commit():
+            self._pass_open = True
+            try:
+                batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
+                calls: list[Call] = []
+                for work in batch:
+                    if isinstance(work, Call):
+                        calls.append(work)
+                        await self._call(work)
+                    else:
+                        self._handle(work)
+                self._settle_changes()
+                committed = await self._commit()
+            finally:
+                self._close_pass()
+            if not committed:
                 for call in calls:
                     call.error = call.error or EngineStopped(f"the engine stopped: {self.error}")
                     call.done.set()
                 self._fail_pending_calls()
                 return
             effects, self._effects = self._effects, []
-            for effect in effects:
+            for index, effect in enumerate(effects, 1):
                 effect()
+                if index % SLICE == 0:
+                    await trio.lowlevel.checkpoint()
             for call in calls:
                 call.done.set()
             self._maybe_snapshot()
             self._now = None
             await trio.lowlevel.checkpoint()
+
+    async def _call(self, work: Call) -> None:
+        """Run an operator's handler; one written in steps (``Call.in_steps``, a generator
+        that yields after each run it changes) gets a checkpoint every ``SLICE`` steps."""
+        try:
+            result = work.handler()
+            if not work.in_steps:
+                work.result = result
+                return
+            steps: Iterator[None] = result
+            done = 0
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as finished:
+                    work.result = finished.value
+                    return
+                done += 1
+                if done % SLICE == 0:
+                    await trio.lowlevel.checkpoint()
+        except PyschedError as exc:
+            work.error = exc
+
+    def _close_pass(self) -> None:
+        self._pass_open = False
+        self._pass_closed.set()
+        self._pass_closed = trio.Event()
 
     def _handle(self, work: Work) -> None:
         if isinstance(work, Fire):
@@ -358,19 +398,18 @@ class EngineCore:
         if not self._dirty and not self._records:
             return True
         changed = [run for run_id in self._dirty if (run := self.book.find(run_id)) is not None]
-        written = [run.to_data() for run in changed]
+        written: list[dict[str, Any]] = []
+        for index, run in enumerate(changed, 1):
+            written.append(run.to_data())
+            if index % SLICE == 0:
+                await trio.lowlevel.checkpoint()
         records = [Record(type="run", data=data) for data in written]
         records += self._records
-        self._committing = True
         try:
             await self._store.commit(records)
         except StoreError as exc:
             self._fail_stop(exc)
             return False
-        finally:
-            self._committing = False
-            self._commit_done.set()
-            self._commit_done = trio.Event()
         for run, data in zip(changed, written, strict=True):
             run.committed = data  # the copy fail-stop goes back to
         self._dirty.clear()
@@ -411,9 +450,22 @@ class EngineCore:
 
     async def call(self, handler: Callable[[], Any]) -> Any:
         """Run ``handler`` inside the loop; return its result once its changes are durable."""
+        return await self._submit(Call(handler=handler))
+
+    async def call_in_steps(self, steps: Callable[[], Generator[None, None, T]]) -> T:
+        """``call`` for a handler that may change many runs: a generator function that yields
+        after each run it changes and returns its result. The loop lets other tasks run every
+        ``SLICE`` steps; the change is still one commit, durable when this returns.
+
+        Check everything that can refuse the action before the first ``yield``: an error
+        raised later leaves the earlier steps' changes in the commit.
+        """
+        result: T = await self._submit(Call(handler=steps, in_steps=True))
+        return result
+
+    async def _submit(self, work: Call) -> Any:
         if self.error is not None:
             raise EngineStopped(f"the engine stopped: {self.error}")
-        work = Call(handler=handler)
         self._post(work)
         await work.done.wait()
         if work.error is not None:
@@ -1001,12 +1053,13 @@ class EngineCore:
     async def _write_snapshot(self) -> None:
         """Write the whole state as a snapshot, archiving old finished runs.
 
-        The records are built and handed to the store in one step, with no checkpoint in
-        between: the store rotates its segment at the call, so every change committed before
-        is in the snapshot and every later one is in the new segment (a change whose commit is
-        still in flight may be in both: records are idempotent upserts).
+        The records are built, once no pass is open, and handed to the store in one step, with
+        no checkpoint in between: the store rotates its segment at the call, so every change
+        committed before is in the snapshot and every later one is in the new segment (a
+        change whose commit is still in flight may be in both: records are idempotent upserts).
         """
         try:
+            await self.committed()  # never a pass's half-made changes (a big pass yields)
             live, archived, gone = journal_state.snapshot_records(
                 self.state_view(),
                 now=self._time(),

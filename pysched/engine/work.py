@@ -56,9 +56,12 @@ class Dispatch:
 @dataclass(slots=True, kw_only=True)
 class Call:
     """An operator action or a config change: ``handler`` runs inside the loop and returns the
-    result; the caller waits for ``done`` (set after the change is durable)."""
+    result; the caller waits for ``done`` (set after the change is durable). With ``in_steps``
+    the handler returns a generator that yields after each run it changes, and the loop takes
+    a checkpoint now and then (``EngineCore.call_in_steps``)."""
 
     handler: Callable[[], Any]
+    in_steps: bool = False
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None

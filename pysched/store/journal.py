@@ -168,7 +168,7 @@ class Store(BaseStore):
             await trio.lowlevel.cancel_shielded_checkpoint()
             return []
         started = time.perf_counter()
-        numbered, data = self._encode(records)
+        numbered, data = await self._encode(records)
         if self._sync:
             batch = self._pending
             if batch is None:

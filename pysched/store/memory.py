@@ -64,7 +64,7 @@ class MemoryStore(BaseStore):
         if not records:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return []
-        numbered, data = self._encode(records)
+        numbered, data = await self._encode(records)
         if self._injected is not None:
             raise self._fail("cannot write the journal (memory)", self._injected)
         self._journal.append(data)

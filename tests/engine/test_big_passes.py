@@ -1,0 +1,98 @@
+"""A pass that changes many runs yields to other tasks in slices, yet stays one atomic commit."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+import trio
+
+from pysched.engine import Engine, RunState
+from pysched.errors import EngineStopped
+from tests.engine.harness import Harness, config_from
+
+CONFIG = """
+scheduler: {history_days: 3000}
+jobs:
+  gate: {schedule: "0 3 1 1 *", command: x}
+  churn: {depends_on: [gate], command: x}
+"""
+RUNS = 1_000
+
+
+async def held_runs(engine: Engine) -> None:
+    await engine.hold_job("churn")
+    first = date(2020, 1, 1)
+    runs = await engine.backfill("churn", first, first + timedelta(days=RUNS - 1))
+    assert {run.state for run in runs} == {RunState.HELD}
+
+
+async def release_watched(engine: Engine) -> tuple[int, list[set[RunState]], BaseException | None]:
+    """Release the held runs while a ticker counts its turns and a reader looks at the book
+    each time ``committed()`` lets it."""
+    turns = 0
+    seen: list[set[RunState]] = []
+    done = False
+    error: BaseException | None = None
+
+    async def ticker() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await trio.lowlevel.checkpoint()
+
+    async def reader() -> None:
+        while not done:
+            await engine.committed()
+            seen.append({run.state for run in engine.book.runs(job="churn")})
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ticker)
+        nursery.start_soon(reader)
+        await trio.lowlevel.checkpoint()  # both have started
+        turns = 0
+        try:
+            await engine.release_job("churn")
+        except EngineStopped as exc:
+            error = exc
+        done = True
+    return turns, seen, error
+
+
+async def test_a_big_release_lets_other_tasks_run(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(config_from(CONFIG))
+    async with h.engine() as engine:
+        await held_runs(engine)
+        before = engine.events.last_id
+        turns, seen, error = await release_watched(engine)
+        assert error is None
+        # the handler, the journal encoding and the effects each yield every 100-200 runs: a
+        # single unsliced pass would give the ticker only the commit's and the pass's turns
+        assert turns >= 20
+        # readers saw all held or all waiting, never half a release
+        assert seen and all(states in ({RunState.HELD}, {RunState.WAITING}) for states in seen)
+        assert seen[-1] == {RunState.WAITING}
+        events = engine.events.since(before)
+        assert events is not None
+        assert [e.kind for e in events].count("run_changed") == RUNS
+        assert events[-1].kind == "action"  # the action comes after the runs it changed
+
+
+async def test_a_big_release_that_cannot_be_written_changes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(CONFIG))
+    async with h.engine() as engine:
+        await held_runs(engine)
+        before = engine.events.last_id
+        h.store.inject_failure()
+        turns, seen, error = await release_watched(engine)
+        assert isinstance(error, EngineStopped)
+        assert turns >= 10  # it did yield while it worked
+        assert {run.state for run in engine.book.runs(job="churn")} == {RunState.HELD}
+        assert all(states == {RunState.HELD} for states in seen)
+        assert engine.events.last_id == before
+        assert engine.held_jobs == frozenset({"churn"})
+        with pytest.raises(EngineStopped):
+            await engine.release_job("churn")
