@@ -24,7 +24,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -40,6 +40,9 @@ from pysched.store import Store
 from pysched.systemd import SystemdNotifier, run_watchdog
 from pysched.timing.clock import Clock, RealClock
 from pysched.tokens import Tokens, first_admin_token
+
+if TYPE_CHECKING:
+    from pysched.web.event_stream import Stopping
 
 log = logging.getLogger("pysched.service")
 
@@ -226,7 +229,7 @@ async def _reload(reloader: Reloader, by: str) -> None:
 class _Web:
     """The HTTP side of the service: tokens, the app, hypercorn, and its orderly stop."""
 
-    def __init__(self, urls: list[str], reloader: Reloader, stopping: trio.Event) -> None:
+    def __init__(self, urls: list[str], reloader: Reloader, stopping: Stopping) -> None:
         self.urls = urls
         self.reloader = reloader
         self._stopping = stopping

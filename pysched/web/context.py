@@ -13,7 +13,7 @@ from pysched.engine import Engine
 from pysched.reload import Reloader
 from pysched.tokens import TokenEntry
 from pysched.web.auth import TokenBook
-from pysched.web.event_stream import EncodedEvents
+from pysched.web.event_stream import EncodedEvents, Stopping, Turns
 from pysched.web.views import RunViews, TypicalDurations
 
 T = TypeVar("T")
@@ -41,12 +41,14 @@ class WebContext:
     tokens: TokenBook
     reloader: Reloader | None = None
     metrics: MetricsSource | None = None
-    stopping: trio.Event = field(default_factory=trio.Event)
+    stopping: Stopping = field(default_factory=Stopping)
     """Set first thing on a graceful stop: event streams end at once instead of holding the
     server's shutdown for its whole grace period."""
     keepalive_seconds: float = 15.0
     encoded: EncodedEvents = field(default_factory=EncodedEvents)
     """Each event's SSE bytes, encoded once for every stream."""
+    stream_turns: Turns = field(default_factory=Turns)
+    """Event streams write a few at a time, so a burst never holds the loop for long."""
     offload: Offload = in_worker_thread
     typical_max_age: float = 5.0
     """How long a job's typical duration is reused before it is worked out again."""

@@ -66,6 +66,7 @@ async def events(call: Call) -> Response:
         stopping=context.stopping,
         keepalive_seconds=context.keepalive_seconds,
         encoded=context.encoded,
+        turns=context.stream_turns,
     )
     response = Response(frames, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
