@@ -127,7 +127,10 @@ class RunViews:
 
     def of(self, run: Run, now: datetime) -> dict[str, Any]:
         attempts = run.attempts
-        key = (run.state, run.reason, len(attempts), attempts[-1] if attempts else None)
+        state = run.state
+        # a finished run's duration no longer changes with time: worked out once, kept
+        fixed = state.finished and (not attempts or attempts[-1].ended_at is not None)
+        key = (state, run.reason, len(attempts), attempts[-1] if attempts else None)
         key += (run.next_try_at, run.forced)
         cached = self._cache.get(run.run_id)
         if cached is not None and cached[0] == key:
@@ -135,11 +138,14 @@ class RunViews:
             fields = cached[1]
         else:
             fields = _run_fields(run)
+            if fixed:
+                fields["duration_s"] = run_duration(run, now)
             self._cache[run.run_id] = (key, fields)
             if len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         view = dict(fields)
-        view["duration_s"] = run_duration(run, now)
+        if not fixed:
+            view["duration_s"] = run_duration(run, now)
         view["typical_duration_s"] = self.typical.of(run.job)
         return view
 

@@ -286,3 +286,22 @@ async def test_a_cached_view_never_outlives_a_change(
         assert seen[0] == ("running", 1, None)
         assert ("retrying", 1, "failed") in seen
         assert seen[-1] == ("failed", 2, "failed")
+
+
+async def test_durations_grow_while_running_and_stay_once_finished(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    async with open_api(tmp_path) as api:
+        await api.post("/api/v1/jobs/extract/trigger", {"run_date": D}, role="operator")
+        durations = []
+        for _ in range(2):
+            await api.advance(seconds=20)
+            _, run = await api.get(f"/api/v1/runs/extract.{D}.1")
+            assert run["state"] == "running"
+            durations.append(run["duration_s"])
+        assert durations[1] == pytest.approx(durations[0] + 20)
+        for _ in range(2):  # read once it ended, then again an hour later: the same 60 s
+            await api.advance(minutes=30)
+            _, body = await api.get(f"/api/v1/runs?job=extract&date={D}")
+            assert body["runs"][0]["state"] == "succeeded"
+            assert body["runs"][0]["duration_s"] == 60.0
