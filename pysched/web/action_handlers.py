@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
+
 from pysched.engine import Engine
 from pysched.engine.runs import Run
 from pysched.web.api_errors import ApiError
@@ -37,9 +39,22 @@ def _run_action(engine: Engine, action: str) -> RunAction:
     return actions[action]
 
 
-def _views(call: Call, runs: list[Run]) -> list[dict[str, Any]]:
-    now = call.engine.clock.now()
-    return [call.views.of(run, now) for run in runs]
+VIEW_SLICE = 100
+"""Run views built between two checkpoints when an action answers with many runs."""
+
+
+async def _views(call: Call, runs: list[Run]) -> list[dict[str, Any]]:
+    """The runs as they stand, durable: a thousand released runs are shown a hundred at a
+    time, each slice read once no change is waiting for its commit."""
+    engine = call.engine
+    views: list[dict[str, Any]] = []
+    for start in range(0, len(runs), VIEW_SLICE):
+        if start:
+            await trio.lowlevel.checkpoint()
+        await engine.committed()
+        now = engine.clock.now()
+        views += [call.views.of(run, now) for run in runs[start : start + VIEW_SLICE]]
+    return views
 
 
 def _known_job(call: Call) -> str:
@@ -57,7 +72,7 @@ def run_action_handler(action: str) -> Callable[[Call], Awaitable[Reply]]:
         if run_id not in call.engine.book:
             raise ApiError(404, f"no run {run_id!r} (run ids look like extract.2026-10-16.1)")
         run = await _run_action(call.engine, action)(run_id, by=call.who, why=why)
-        return 200, _views(call, [run])[0]
+        return 200, (await _views(call, [run]))[0]
 
     handle.__name__ = f"run_{action.replace('-', '_')}"
     return handle
@@ -69,7 +84,7 @@ async def trigger(call: Call) -> Reply:
     run_date = date_field(call.body, "run_date")
     why = text_field(call.body, "why") or ""
     run = await call.engine.trigger(job, run_date, by=call.who, why=why)
-    return 201, _views(call, [run])[0]
+    return 201, (await _views(call, [run]))[0]
 
 
 async def hold_job(call: Call) -> Reply:
@@ -83,7 +98,7 @@ async def release_job(call: Call) -> Reply:
     only_keys(call.body, ("why",))
     job = _known_job(call)
     runs = await call.engine.release_job(job, by=call.who, why=text_field(call.body, "why") or "")
-    return 200, {"job": job, "held": False, "released": _views(call, runs)}
+    return 200, {"job": job, "held": False, "released": await _views(call, runs)}
 
 
 async def backfill(call: Call) -> Reply:
@@ -96,4 +111,4 @@ async def backfill(call: Call) -> Reply:
         raise ApiError(422, f"to ({end}) is before from ({start})", field="to")
     why = text_field(call.body, "why") or ""
     runs = await call.engine.backfill(job, start, end, by=call.who, why=why)
-    return 201, {"runs": _views(call, runs)}
+    return 201, {"runs": await _views(call, runs)}
