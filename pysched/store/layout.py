@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
 from typing import Literal
 
@@ -26,9 +27,9 @@ from pysched.store.lines import (
     LineError,
     SnapshotHeader,
     header_from,
-    iter_lines,
     read_fields,
-    read_head,
+    read_record,
+    read_seq,
     record_from,
 )
 from pysched.store.record import Record
@@ -132,26 +133,27 @@ def scan_file(
             raise _Stop(text)
         scan.problems.append(text)
 
+    journal = kind == "journal"
+    min_seq = 1 if journal else 0
     try:
         try:
-            for number, offset, raw, last in iter_lines(path):
-                try:
-                    if kind == "snapshot" and number == 1:
-                        scan.header = header_from(read_fields(raw))
-                    else:
+            with path.open("rb") as file:
+                for number, raw in enumerate(file, start=1):
+                    try:
+                        if number == 1 and kind == "snapshot":
+                            scan.header = header_from(read_fields(raw))
+                            continue
                         if quick:
-                            seq, _ = read_head(raw)
-                            if kind == "journal" and seq < 1:
+                            seq = read_seq(raw, expected if journal else 0)
+                            if seq < min_seq:
                                 raise LineError(
-                                    f"bad seq {seq} (a whole number from 1)", torn=False
+                                    f"bad seq {seq} (a whole number from {min_seq})", torn=False
                                 )
                             record = None
                         else:
-                            record = record_from(
-                                read_fields(raw), min_seq=1 if kind == "journal" else 0
-                            )
+                            record = record_from(read_fields(raw), min_seq=min_seq)
                             seq = record.seq
-                        if kind == "journal":
+                        if journal:
                             if expected is not None and seq != expected:
                                 problem(
                                     number,
@@ -165,12 +167,15 @@ def scan_file(
                         scan.records += 1
                         if on_record is not None and record is not None:
                             on_record(record)
-                except LineError as exc:
-                    if exc.torn and last and tail_may_tear:
-                        scan.torn = TornTail(name=name, line=number, offset=offset, reason=str(exc))
-                    else:
-                        problem(number, str(exc))
-                        expected = None  # the bad line's own seq is unknown: no second report
+                    except LineError as exc:
+                        if exc.torn and tail_may_tear and _at_end(file):
+                            offset = file.tell() - len(raw)
+                            scan.torn = TornTail(
+                                name=name, line=number, offset=offset, reason=str(exc)
+                            )
+                        else:
+                            problem(number, str(exc))
+                            expected = None  # the bad line's own seq is unknown: no second report
         except OSError as exc:
             problem(0, f"cannot be read: {exc.strerror or exc}")
         if kind == "snapshot" and not scan.problems:
@@ -196,14 +201,25 @@ def replay_file(
     next append cuts).
     """
     min_seq = 1 if kind == "journal" else 0
-    for number, _, raw, last in iter_lines(path):
-        try:
-            fields = read_fields(raw)
-            if not (kind == "snapshot" and number == 1):
-                yield record_from(fields, min_seq=min_seq)
-        except LineError as exc:
-            if not (exc.torn and tail_may_tear and last):
+    snapshot = kind == "snapshot"
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            try:
+                if number == 1 and snapshot:
+                    read_fields(raw)  # the header: checked, and not a record
+                    continue
+                record = read_record(raw, min_seq=min_seq)
+            except LineError as exc:
+                if exc.torn and tail_may_tear and _at_end(file):
+                    return
                 raise ValueError(f"{name}:{number}: {exc}") from None
+            yield record
+
+
+def _at_end(file: BufferedReader) -> bool:
+    """Whether the line just read from ``file`` was its last (a torn line is forgiven only
+    there)."""
+    return not file.peek(1)
 
 
 def read_header(path: Path) -> SnapshotHeader:

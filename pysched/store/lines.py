@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import orjson
@@ -165,6 +164,84 @@ def read_head(raw: bytes) -> tuple[int, str]:
     return int(head.group(2)), head.group(3).decode()
 
 
+# ---- the fast way -------------------------------------------------------------------------------
+# A restart checks every line twice (``Store.open``, then replay): the usual line is checked
+# here with as little work as can be, and anything unusual goes the long way above, which
+# raises the exact ``LineError``. A line passes here only if the long way would pass it too.
+
+_SEALED_TAIL = b',"crc":"%08x"}\n'
+_SEQ_HEAD = re.compile(rb'\{"v":%d,"seq":(\d+),"type":"([a-z_]+)","data":\{' % FORMAT_VERSION)
+_SEQ_PREFIX = b'{"v":%d,"seq":' % FORMAT_VERSION + b'%d,"type":"'
+_KINDS: set[str] = set()
+"""Record types found well-formed (a replay meets a handful, thousands of times each)."""
+_kinds_then_data: tuple[bytes, ...] = ()
+"""``<type>","data":{`` for each record type a quick check found well-formed."""
+_MAX_KINDS = 64
+_new_record = object.__new__
+# a frozen dataclass's fields, set as its own ``__init__`` does, without its keyword handling
+_set_type = cast(Any, Record).type.__set__
+_set_data = cast(Any, Record).data.__set__
+_set_seq = cast(Any, Record).seq.__set__
+
+
+def _known_kind(kind: str) -> bool:
+    """Whether ``kind`` is a well-formed record type (remembered, for the next line)."""
+    if kind in _KINDS:
+        return True
+    if TYPE_PATTERN.fullmatch(kind) is None:
+        return False
+    if len(_KINDS) < _MAX_KINDS:
+        _KINDS.add(kind)
+    return True
+
+
+def _learn_kind(kind: bytes) -> None:
+    global _kinds_then_data  # noqa: PLW0603 (a tuple, as bytes.startswith takes it)
+    then_data = kind + b'","data":{'
+    if then_data not in _kinds_then_data and len(_kinds_then_data) < _MAX_KINDS:
+        _kinds_then_data = (*_kinds_then_data, then_data)
+
+
+def read_record(raw: bytes, *, min_seq: int = 1) -> Record:
+    """``record_from(read_fields(raw), min_seq=min_seq)``, the fast way."""
+    if raw.endswith(_SEALED_TAIL % zlib.crc32(raw[:-_CRC_TAIL_SIZE])):
+        try:
+            fields = orjson.loads(raw)
+        except ValueError:
+            fields = None
+        if type(fields) is dict and fields.keys() == _RECORD_KEYS:
+            found = cast(dict[str, Any], fields)
+            seq, kind, data = found["seq"], found["type"], found["data"]
+            if (
+                found["v"] == FORMAT_VERSION
+                and type(seq) is int
+                and seq >= min_seq
+                and type(data) is dict
+                and type(kind) is str
+                and (kind in _KINDS or _known_kind(kind))
+            ):
+                record = _new_record(Record)
+                _set_type(record, kind)
+                _set_data(record, data)
+                _set_seq(record, seq)
+                return record
+    return record_from(read_fields(raw), min_seq=min_seq)
+
+
+def read_seq(raw: bytes, expected: int | None = None) -> int:
+    """``read_head(raw)[0]``, the fast way: fastest when the line carries seq ``expected``."""
+    if raw.endswith(_SEALED_TAIL % zlib.crc32(raw[:-_CRC_TAIL_SIZE])):
+        if expected is not None and expected >= 0:
+            head = _SEQ_PREFIX % expected
+            if raw.startswith(head) and raw.startswith(_kinds_then_data, len(head)):
+                return expected
+        found = _SEQ_HEAD.match(raw)
+        if found is not None:
+            _learn_kind(found[2])
+            return int(found[1])
+    return read_head(raw)[0]
+
+
 def _whole(value: object, minimum: int) -> bool:
     return type(value) is int and value >= minimum
 
@@ -199,18 +276,3 @@ def header_from(fields: dict[str, Any]) -> SnapshotHeader:
     if not (_whole(segment, 1) and _whole(seq, 0) and _whole(records, 0)):
         raise LineError(f"bad snapshot header {values}", torn=False)
     return SnapshotHeader(segment=segment, seq=seq, records=records)
-
-
-def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
-    """``(line number from 1, byte offset, raw line with its newline, is it the last line)``
-    for each line, streamed (a torn line is forgiven only as a file's last)."""
-    offset = 0
-    with path.open("rb") as file:
-        lines = enumerate(file, start=1)
-        current = next(lines, None)
-        while current is not None:
-            upcoming = next(lines, None)
-            number, raw = current
-            yield number, offset, raw, upcoming is None
-            offset += len(raw)
-            current = upcoming
