@@ -16,7 +16,9 @@ from pysched.errors import UnknownRunError
 class Book:
     def __init__(self) -> None:
         self._runs: dict[str, Run] = {}
-        self._by_key: dict[tuple[str, date], list[Run]] = {}
+        self._by_key: dict[tuple[str, date], Run | list[Run]] = {}
+        """The run of a job and run date, or its runs (two or more) once it is rerun: most keys
+        have one run, which then needs no list of its own."""
         self._by_job: dict[str, list[Run]] = {}
         self._by_date: dict[date, list[Run]] = {}
 
@@ -24,9 +26,49 @@ class Book:
         if run.run_id in self._runs:
             raise ValueError(f"run {run.run_id} is already in the book")
         self._runs[run.run_id] = run
-        self._by_key.setdefault((run.job, run.run_date), []).append(run)
+        key = (run.job, run.run_date)
+        same = self._by_key.get(key)
+        if same is None:
+            self._by_key[key] = run
+        elif isinstance(same, list):
+            same.append(run)
+        else:
+            self._by_key[key] = [same, run]
         self._by_job.setdefault(run.job, []).append(run)
         self._by_date.setdefault(run.run_date, []).append(run)
+
+    def load(self, runs: dict[str, Run]) -> None:
+        """``replace`` with each of ``runs`` (by id) in turn, faster: a replay builds the book so.
+
+        An empty book takes the dict itself as its index by id (no copy, no rehash): the
+        caller hands it over and must not use it afterwards.
+        """
+        if self._runs:
+            for run in runs.values():
+                self.replace(run)
+            return
+        self._runs = runs
+        by_key, by_job, by_date = self._by_key, self._by_job, self._by_date
+        for run in runs.values():
+            job, day = run.job, run.run_date
+            key = (job, day)
+            same = by_key.get(key)
+            if same is None:
+                by_key[key] = run
+            elif isinstance(same, list):
+                same.append(run)
+            else:
+                by_key[key] = [same, run]
+            runs_of = by_job.get(job)
+            if runs_of is None:
+                by_job[job] = [run]
+            else:
+                runs_of.append(run)
+            runs_of = by_date.get(day)
+            if runs_of is None:
+                by_date[day] = [run]
+            else:
+                runs_of.append(run)
 
     def replace(self, run: Run) -> None:
         """Put ``run`` in place of the run with the same id (replay and fail-stop revert)."""
@@ -35,18 +77,26 @@ class Book:
             self.add(run)
             return
         self._runs[run.run_id] = run
-        for index in (
-            self._by_key[(run.job, run.run_date)],
-            self._by_job[run.job],
-            self._by_date[run.run_date],
-        ):
+        key = (run.job, run.run_date)
+        same = self._by_key[key]
+        if isinstance(same, list):
+            same[same.index(old)] = run
+        elif same is old:
+            self._by_key[key] = run
+        else:
+            raise ValueError(f"run {run.run_id} is not where its job and run date say")
+        for index in (self._by_job[run.job], self._by_date[run.run_date]):
             index[index.index(old)] = run
 
     def remove(self, run: Run) -> None:
         del self._runs[run.run_id]
         key = (run.job, run.run_date)
-        self._by_key[key].remove(run)
-        if not self._by_key[key]:
+        same = self._by_key[key]
+        if isinstance(same, list):
+            same.remove(run)
+            if len(same) == 1:
+                self._by_key[key] = same[0]
+        else:
             del self._by_key[key]
         self._by_job[run.job].remove(run)
         if not self._by_job[run.job]:
@@ -67,14 +117,20 @@ class Book:
 
     def latest_for(self, job: str, run_date: date) -> Run | None:
         """The newest run of ``job`` for ``run_date`` (the one dependencies look at)."""
-        runs = self._by_key.get((job, run_date))
-        return runs[-1] if runs else None
+        same = self._by_key.get((job, run_date))
+        return same[-1] if isinstance(same, list) else same
 
     def runs_for(self, job: str, run_date: date) -> list[Run]:
-        return list(self._by_key.get((job, run_date), ()))
+        return list(self._for_key(job, run_date))
 
     def count_for(self, job: str, run_date: date) -> int:
-        return len(self._by_key.get((job, run_date), ()))
+        return len(self._for_key(job, run_date))
+
+    def _for_key(self, job: str, run_date: date) -> Sequence[Run]:
+        same = self._by_key.get((job, run_date))
+        if same is None:
+            return ()
+        return same if isinstance(same, list) else (same,)
 
     def runs(
         self,
@@ -84,7 +140,7 @@ class Book:
     ) -> list[Run]:
         """Runs matching every filter given, in creation order."""
         if job is not None and run_date is not None:
-            source: list[Run] | Iterator[Run] = self._by_key.get((job, run_date), [])
+            source: Sequence[Run] | Iterator[Run] = self._for_key(job, run_date)
         elif job is not None:
             source = self._by_job.get(job, [])
         elif run_date is not None:

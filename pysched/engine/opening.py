@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -16,9 +15,6 @@ from pysched.launch.base import Launcher
 from pysched.store import Store
 from pysched.store.base import BaseStore
 from pysched.timing.clock import Clock
-
-FREEZE_AFTER = 10_000
-"""Runs replayed from which the replayed state is frozen out of garbage collection."""
 
 
 @asynccontextmanager
@@ -59,11 +55,7 @@ async def open_engine(
             # in memory there is no disk to wait for, and no thread to let a test's
             # autojump clock run ahead while it works
             state = replay(store.records())
-        engine.restore(state)
-        if len(state.book) >= FREEZE_AFTER:
-            # what a big replay built lives as long as the engine: take it out of the cyclic
-            # collector's sight, so its full passes do not rescan every run again and again
-            gc.freeze()
+        engine.restore(state)  # a big replay froze what it built (``replay``)
         async with trio.open_nursery() as nursery:
             await nursery.start(engine.run)
             try:

@@ -143,7 +143,6 @@ class Run:
         "_attempts",
         "_fixed",
         "_frozen",
-        "_raw_attempts",
         "committed",
         "created_at",
         "forced",
@@ -184,7 +183,6 @@ class Run:
         self.state = state
         self.reason = reason
         self._attempts: list[Attempt] | None = []
-        self._raw_attempts: list[dict[str, Any]] | None = None
         self.series_start = 0
         self.next_try_at: datetime | None = None
         self.forced = False
@@ -212,17 +210,16 @@ class Run:
         use: most runs a restart reads are finished and never looked at again."""
         attempts = self._attempts
         if attempts is None:
-            raw = self._raw_attempts or []
+            raw: list[dict[str, Any]] = self._fixed.get("attempts") or []
             attempts = [Attempt.from_data(item) for item in raw]
             self._attempt_data = list(zip(attempts, raw, strict=True))
             self._attempts = attempts
-            self._raw_attempts = None
         return attempts
 
     @attempts.setter
     def attempts(self, value: list[Attempt]) -> None:
         self._attempts = value
-        self._raw_attempts = None
+        self._attempt_data = []
 
     def move(self, to: RunState, reason: str = "") -> None:
         """Change state by the table (raises ``TransitionError`` otherwise)."""
@@ -277,7 +274,7 @@ class Run:
 
     def _attempts_data(self) -> list[dict[str, Any]]:
         if self._attempts is None:  # never built: the journal's own data is still right
-            return list(self._raw_attempts or ())
+            return list(self._fixed.get("attempts") or ())
         cache = self._attempt_data
         del cache[len(self._attempts) :]
         for index, attempt in enumerate(self._attempts):
@@ -298,15 +295,18 @@ class Run:
         """
         run = cls.__new__(cls)
         run.job = data["job"]
-        run.run_date = date.fromisoformat(data["date"])
+        text = data["date"]
+        run_date = _DATES.get(text)
+        if run_date is None:
+            run_date = _run_date(text)
+        run.run_date = run_date
         run.n = data["n"]
         run.run_id = data["id"]
         run.state = _STATES[data["state"]]
         run._attempts = None
-        run._raw_attempts = data.get("attempts") or []
         run._fixed = data  # to_data overrides every key that can change, so the record
         # itself serves as the fixed part (it is never mutated: records are immutable)
-        run._attempt_data = []
+        # (``_attempt_data`` is left unset: whatever sets ``_attempts`` sets it too)
         run.committed = None
         run._frozen = True
         return run
@@ -369,6 +369,17 @@ handled on their own)."""
 _STATES = {state.value: state for state in RunState}
 _TRIGGERS = {trigger.value: trigger for trigger in Trigger}
 _OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}
+
+
+_DATES: dict[str, date] = {}
+"""Run dates read back, by their text: the runs of one date share one ``date``."""
+
+
+def _run_date(text: str) -> date:
+    if len(_DATES) >= 4096:
+        _DATES.clear()
+    run_date = _DATES[text] = date.fromisoformat(text)
+    return run_date
 
 
 def run_id_of(job: str, run_date: date, n: int) -> str:

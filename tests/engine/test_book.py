@@ -58,3 +58,39 @@ def test_indexes_match_a_scan(steps: list) -> None:
                 assert book.runs(job=job, run_date=day, state=state) == expected
     for job in JOBS:
         assert list(book.runs_of_job(job)) == [r for r in everything if r.job == job]
+        for day in DATES:
+            expected = [r for r in everything if r.job == job and r.run_date == day]
+            assert book.runs_for(job, day) == expected
+            assert book.count_for(job, day) == len(expected)
+            assert book.latest_for(job, day) is (expected[-1] if expected else None)
+    loaded = Book()
+    loaded.load({r.run_id: r for r in everything})
+    assert list(loaded) == everything
+    for job in [*JOBS, None]:
+        for day in [*DATES, None]:
+            assert loaded.runs(job=job, run_date=day) == book.runs(job=job, run_date=day)
+    for job in JOBS:
+        assert list(loaded.runs_of_job(job)) == list(book.runs_of_job(job))
+        for day in DATES:
+            assert loaded.runs_for(job, day) == book.runs_for(job, day)
+            assert loaded.latest_for(job, day) is book.latest_for(job, day)
+
+
+@given(
+    first=st.lists(st.tuples(st.sampled_from(JOBS), st.sampled_from(DATES), st.integers(1, 3))),
+    then=st.lists(st.tuples(st.sampled_from(JOBS), st.sampled_from(DATES), st.integers(1, 3))),
+)
+def test_loading_into_a_book_is_replacing_one_by_one(first: list, then: list) -> None:
+    loaded, replaced = Book(), Book()
+    for batch in (first, then):
+        runs = {made.run_id: made for made in (run(job, day, n) for job, day, n in batch)}
+        loaded.load(dict(runs))
+        for made in runs.values():
+            replaced.replace(made)
+    assert list(loaded) == list(replaced)
+    for job in [*JOBS, None]:
+        for day in [*DATES, None]:
+            assert loaded.runs(job=job, run_date=day) == replaced.runs(job=job, run_date=day)
+    for job in JOBS:
+        for day in DATES:
+            assert loaded.runs_for(job, day) == replaced.runs_for(job, day)

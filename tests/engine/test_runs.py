@@ -79,3 +79,21 @@ def test_changes_made_before_the_first_read_are_kept() -> None:
     assert run.created_at == AT  # thawing now keeps the changes
     assert (run.reason, run.forced, run.state) == ("held by ops", True, RunState.HELD)
     assert run.to_data() == written
+
+
+def test_attempts_replaced_on_a_run_read_back() -> None:
+    data = made(2, "", False, False).to_data()
+    never_read = Run.from_data(data)
+    never_read.attempts = []  # set before they were ever built from the record
+    assert never_read.to_data()["attempts"] == []
+    read = Run.from_data(data)
+    read.attempts = read.attempts[:1]
+    assert read.to_data()["attempts"] == data["attempts"][:1]
+    assert Run.from_data(data).to_data() == data  # the record itself is untouched
+
+
+def test_runs_read_back_share_their_run_date() -> None:
+    data = made(0, "", False, False).to_data()
+    first, second = Run.from_data(data), Run.from_data({**data, "n": 3})
+    assert first.run_date == date(2026, 10, 16)
+    assert first.run_date is second.run_date
