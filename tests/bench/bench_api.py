@@ -39,7 +39,9 @@ phase 1) and ``floor_p99_ms`` (phase 0) to read them against on a noisy machine;
 ``server_cpu_ms_per_req_*``; ``sse_clients``, ``sse_clients_complete``, ``sse_events`` (per
 client), ``sse_deliver_s`` (release sent to the end marker at the last client),
 ``sse_server_us_per_frame`` (server CPU over frames delivered); ``lag_p99_ms_*`` per phase (goal for
-``sse`` <= 10 ms); and the goals as booleans.
+``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest cyclic-collector pass in each phase
+(``gc.callbacks``: a long tick that matches one is the collector, not the engine); and the goals
+as booleans.
 
 Run: ``uv run python tests/bench/bench_api.py [--rounds N] [--profile FILE]``. ``--profile``
 runs the server under cProfile (slower; for finding where the time goes, not for the figures)
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import pstats
@@ -171,6 +174,18 @@ def serve_child(home: Path) -> None:
 
     config = load_config(home / "pysched.yaml")
     samples: list[tuple[float, float]] = []
+    collections: list[tuple[float, float, int]] = []
+    collecting = [0.0]
+
+    def on_collection(phase: str, info: dict[str, int]) -> None:
+        # each collection of the cyclic collector: (when it ended, how long, generation)
+        if phase == "start":
+            collecting[0] = time.perf_counter()
+        else:
+            spent = (time.perf_counter() - collecting[0]) * 1000
+            collections.append((time.monotonic(), spent, info["generation"]))
+
+    gc.callbacks.append(on_collection)
 
     async def ticker() -> None:
         while True:
@@ -195,6 +210,7 @@ def serve_child(home: Path) -> None:
                     (home / "url.part").rename(home / "url")
             outer.cancel_scope.cancel()
         (home / "lags.json").write_text(json.dumps(samples))
+        (home / "gc.json").write_text(json.dumps(collections))
 
     trio.run(main)
 
@@ -599,9 +615,18 @@ def lags_in(samples: list[list[float]], window: tuple[float, float]) -> list[flo
     return [lag for at, lag in samples if window[0] <= at <= window[1]]
 
 
-def report(result: dict[str, Any], samples: list[list[float]], start_s: float) -> dict[str, Any]:
+def report(
+    result: dict[str, Any],
+    samples: list[list[float]],
+    start_s: float,
+    collections: list[list[float]],
+) -> dict[str, Any]:
     phases: Phases = result["phases"]
     lag = {name: lags_in(samples, window) for name, window in phases.windows.items()}
+    gc_ms = {
+        name: [spent for at, spent, _ in collections if window[0] <= at <= window[1]]
+        for name, window in phases.windows.items()
+    }
     cpu_per_request: dict[str, float] = {}
     for name in ("floor", "rest", "busy"):
         latencies: Latencies = result[name]
@@ -620,7 +645,8 @@ def report(result: dict[str, Any], samples: list[list[float]], start_s: float) -
             f"  server CPU {cpu_per_request[name]:.2f} ms a request "
             f"({phases.server_cpu[name]:.1f} s), clients' CPU {phases.client_cpu[name]:.1f} s; "
             f"server loop lateness p99 {percentile(lags, 0.99):.2f} ms, max "
-            f"{max(lags, default=float('nan')):.2f} ms; errors {len(latencies.errors)}"
+            f"{max(lags, default=float('nan')):.2f} ms; errors {len(latencies.errors)}; "
+            f"longest collection {max(gc_ms[name], default=0.0):.1f} ms"
         )
         for error in latencies.errors[:5]:
             print(f"  error: {error}")
@@ -656,7 +682,8 @@ def report(result: dict[str, Any], samples: list[list[float]], start_s: float) -
         f"  server CPU {sse_cpu:.1f} s ({sse_cpu / frames * 1e6 if frames else 0:.0f} µs a frame "
         f"sent), clients' CPU {phases.client_cpu.get('sse', float('nan')):.1f} s; server loop "
         f"lateness p99 {percentile(sse_lags, 0.99):.2f} ms, max "
-        f"{max(sse_lags, default=float('nan')):.2f} ms over {len(sse_lags)} ticks"
+        f"{max(sse_lags, default=float('nan')):.2f} ms over {len(sse_lags)} ticks; longest "
+        f"collection {max(gc_ms.get('sse', []), default=0.0):.1f} ms"
     )
     floor, rest, busy = result["floor"], result["rest"], result["busy"]
     figures: dict[str, Any] = {
@@ -695,6 +722,9 @@ def report(result: dict[str, Any], samples: list[list[float]], start_s: float) -
         "lag_p99_ms_busy": round(percentile(lag["busy"], 0.99), 2),
         "lag_p99_ms_sse": round(percentile(sse_lags, 0.99), 2),
         "lag_max_ms_sse": round(max(sse_lags, default=float("nan")), 2),
+        "gc_max_ms_rest": round(max(gc_ms["rest"], default=0.0), 1),
+        "gc_max_ms_busy": round(max(gc_ms["busy"], default=0.0), 1),
+        "gc_max_ms_sse": round(max(gc_ms.get("sse", []), default=0.0), 1),
     }
     figures["goal_list_p99"] = max(figures["list_p99_ms_rest"], figures["list_p99_ms_busy"]) <= 100
     figures["goal_one_p99"] = max(figures["one_p99_ms_rest"], figures["one_p99_ms_busy"]) <= 20
@@ -755,13 +785,14 @@ def main() -> None:
             result = trio.run(run_clients, home, url, server.pid, run_ids, args)
         finally:
             stop_server(server)
-        lags = home / "lags.json"
+        lags, gcs = home / "lags.json", home / "gc.json"
         samples = json.loads(lags.read_text()) if lags.exists() else []
+        collections = json.loads(gcs.read_text()) if gcs.exists() else []
         if args.profile is not None:
             stats = pstats.Stats(str(args.profile))
             stats.sort_stats("tottime").print_stats(30)
             stats.sort_stats("cumulative").print_stats(40)
-    print(json.dumps(report(result, samples, start_s)))
+    print(json.dumps(report(result, samples, start_s, collections)))
 
 
 if __name__ == "__main__":
