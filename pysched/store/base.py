@@ -181,6 +181,7 @@ class BaseStore(abc.ABC):
             encoded.append((record, encode_data(record.data)))
             if len(encoded) % ENCODE_SLICE == 0:
                 await trio.lowlevel.checkpoint()
+                self._check_usable()  # closed or failed meanwhile: nothing is numbered
         for record, _ in encoded:
             check_type(record.type)
         seq = self._next_seq

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import errno
+from typing import Any
 
 import pytest
 import trio
 from store_harness import Kind, as_records, fold, rec, triples
 
-from pysched.store import Record, StoreError
+from pysched.store import Record, StoreError, base
 
 
 async def test_commit_then_replay_round_trip(kind: Kind) -> None:
@@ -239,3 +240,29 @@ def _lines(store: object) -> list[bytes]:
         return [line for chunk in store._journal for line in chunk.splitlines(keepends=True)]
     assert isinstance(store, Store)
     return (store.state_dir / "journal.000001.jsonl").read_bytes().splitlines(keepends=True)
+
+
+async def test_a_big_commit_closed_while_it_encodes_writes_nothing(
+    kind: Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big commit encodes in slices with a checkpoint between them; a store closed (or
+    failed) meanwhile refuses the commit instead of writing after the fact."""
+    store = kind.open()
+    await store.commit([rec("before")])
+    encoded = 0
+    real_encode = base.encode_data
+
+    def encode_then_close(data: Any) -> str:
+        nonlocal encoded
+        encoded += 1
+        if encoded == base.ENCODE_SLICE + 1:  # past the first checkpoint
+            store.close()
+        return real_encode(data)
+
+    monkeypatch.setattr(base, "encode_data", encode_then_close)
+    with pytest.raises(StoreError, match="closed"):
+        await store.commit([rec(f"r{i}", i) for i in range(base.ENCODE_SLICE * 3)])
+    monkeypatch.undo()
+    store = kind.reopen(store)
+    assert fold(store.records()) == {"before": 0}
+    store.close()
