@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 import trio
 
 from pysched.engine import Engine
@@ -43,17 +44,17 @@ VIEW_SLICE = 100
 """Run views built between two checkpoints when an action answers with many runs."""
 
 
-async def _views(call: Call, runs: list[Run]) -> list[dict[str, Any]]:
+async def _views(call: Call, runs: list[Run]) -> list[orjson.Fragment]:
     """The runs as they stand, durable: a thousand released runs are shown a hundred at a
     time, each slice read once no change is waiting for its commit."""
     engine = call.engine
-    views: list[dict[str, Any]] = []
+    views: list[orjson.Fragment] = []
     for start in range(0, len(runs), VIEW_SLICE):
         if start:
             await trio.lowlevel.checkpoint()
         await engine.committed()
         now = engine.clock.now()
-        views += [call.views.of(run, now) for run in runs[start : start + VIEW_SLICE]]
+        views += [call.views.fragment(run, now) for run in runs[start : start + VIEW_SLICE]]
     return views
 
 

@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pysched.config.model import Config
 from pysched.engine.forecast import forecast
 from pysched.engine.runs import Run, RunState
@@ -107,7 +109,7 @@ async def list_runs(call: Call) -> Reply:
     runs = engine.book.runs(job=job, run_date=day, state=state)
     count = len(runs)
     now = engine.clock.now()
-    views = [call.views.of(run, now) for run in runs[-limit:]]
+    views = [call.views.fragment(run, now) for run in runs[-limit:]]
     return 200, {"runs": views, "count": count}
 
 
@@ -122,10 +124,14 @@ def _run(call: Call) -> Run:
 async def one_run(call: Call) -> Reply:
     engine = call.engine
     run = _run(call)
-    view = call.views.of(run, engine.clock.now())
-    view["events"] = [event_view(event) for event in engine.events.for_run(run.run_id)]
-    view["actions"] = [action_view(action) for action in engine.actions_for(run.run_id)]
-    return 200, view
+    events = [event_view(event) for event in engine.events.for_run(run.run_id)]
+    actions = [action_view(action) for action in engine.actions_for(run.run_id)]
+    view = call.views.encoded(run, engine.clock.now())[:-1]  # the run's view, still open
+    tail = b',"events":%s,"actions":%s}' % (
+        orjson.dumps(events, default=str),
+        orjson.dumps(actions, default=str),
+    )
+    return 200, orjson.Fragment(view + tail)
 
 
 def _read_slice(path: Path, offset: int, limit: int) -> tuple[bytes, int] | None:
