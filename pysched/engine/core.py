@@ -309,9 +309,9 @@ class EngineCore:
             self._busy = True
             self._now = self.clock.now()
             self._pass_open = True
+            calls: list[Call] = []
             try:
                 batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
-                calls: list[Call] = []
                 for work in batch:
                     if isinstance(work, Call):
                         calls.append(work)
@@ -320,6 +320,14 @@ class EngineCore:
                         self._handle(work)
                 self._settle_changes()
                 committed = await self._commit()
+            except BaseException:
+                # cancelled at one of the pass's checkpoints (the engine is being stopped):
+                # nothing of it was written, so nothing of it may stay in the book
+                self._roll_back()
+                for call in calls:
+                    call.error = EngineStopped("the engine stopped before this was written")
+                    call.done.set()
+                raise
             finally:
                 self._close_pass()
             if not committed:
@@ -420,6 +428,17 @@ class EngineCore:
     def _fail_stop(self, error: StoreError) -> None:
         """Put every uncommitted run back, drop what was about to happen, and report."""
         log.error("journal failed, engine stopping: %s", error)
+        self._roll_back()
+        self.error = error
+        self._failed.set()
+        self._idle.set()
+        if self._nursery is not None:
+            # stop firing and starting; attempt watchers go too (their ends cannot be recorded)
+            self._nursery.cancel_scope.cancel()
+
+    def _roll_back(self) -> None:
+        """Put every run changed since the last good commit back to its committed copy (a run
+        created since goes), undo the pass's other changes, and drop its records and effects."""
         for run_id, committed in self._dirty.items():
             run = self.book.find(run_id)
             if run is None:
@@ -434,12 +453,6 @@ class EngineCore:
         self._dirty.clear()
         self._records = []
         self._effects = []
-        self.error = error
-        self._failed.set()
-        self._idle.set()
-        if self._nursery is not None:
-            # stop firing and starting; attempt watchers go too (their ends cannot be recorded)
-            self._nursery.cancel_scope.cancel()
 
     def _fail_pending_calls(self) -> None:
         while self._inbox:
@@ -1106,10 +1119,16 @@ class EngineCore:
         watch = self._watches.get(run.run_id)
         if watch is None:
             return
-        watch.kill_reason = reason
-        handle = watch.handle
-        if handle is not None:
-            self._effects.append(lambda: self._spawn(handle.kill, self.kill_grace))
+
+        def kill() -> None:
+            # only once the request is written: a watcher that gets its handle while the pass
+            # is still open must not kill an attempt on a cancel the journal could still lose
+            watch.kill_reason = reason
+            handle = watch.handle
+            if handle is not None:
+                self._spawn(handle.kill, self.kill_grace)
+
+        self._effects.append(kill)
 
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)

@@ -54,7 +54,11 @@ async def _views(call: Call, runs: list[Run]) -> list[orjson.Fragment]:
             await trio.lowlevel.checkpoint()
         await engine.committed()
         now = engine.clock.now()
-        views += [call.views.fragment(run, now) for run in runs[start : start + VIEW_SLICE]]
+        for run in runs[start : start + VIEW_SLICE]:
+            # the book's copy: after a failed commit the engine puts fresh copies there, and
+            # the object the action returned may still carry the changes that were lost
+            shown = engine.book.find(run.run_id) or run
+            views.append(call.views.fragment(shown, now))
     return views
 
 

@@ -131,8 +131,8 @@ async def event_frames(
     """The SSE frames of the events after ``after``, until ``stopping`` is set; each write
     waits for a turn when ``turns`` is given (the service shares one among its streams).
 
-    **Cancellation:** the generator holds no cancel scope across a ``yield``; each wait is a
-    nursery that ends before the next frame goes out.
+    **Cancellation:** the generator holds no cancel scope across a ``yield``; each wait (and
+    each turn) ends before the next frame goes out.
     """
     yield b"retry: 2000\n\n"
     cursor = log.last_id if after is None else after

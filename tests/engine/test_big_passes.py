@@ -96,3 +96,32 @@ async def test_a_big_release_that_cannot_be_written_changes_nothing(
         assert engine.held_jobs == frozenset({"churn"})
         with pytest.raises(EngineStopped):
             await engine.release_job("churn")
+
+
+async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(CONFIG))
+    answers: list[str] = []
+    async with trio.open_nursery() as outer:
+        with trio.CancelScope() as engine_scope:
+            async with h.engine() as engine:
+                await held_runs(engine)
+
+                async def release() -> None:
+                    try:
+                        await engine.release_job("churn")
+                    except EngineStopped:
+                        answers.append("stopped")
+
+                outer.start_soon(release)
+                for _ in range(5):  # the release is under way, between two of its slices
+                    await trio.lowlevel.checkpoint()
+                assert engine._pass_open  # pyright: ignore[reportPrivateUsage]
+                engine_scope.cancel()
+                await trio.sleep_forever()
+    assert answers == ["stopped"]
+    assert {run.state for run in engine.book.runs(job="churn")} == {RunState.HELD}
+    async with h.engine(store=h.store.reopen()) as again:
+        assert {run.state for run in again.book.runs(job="churn")} == {RunState.HELD}
+        assert again.held_jobs == frozenset({"churn"})
