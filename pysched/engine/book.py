@@ -96,8 +96,10 @@ class Book:
             same.remove(run)
             if len(same) == 1:
                 self._by_key[key] = same[0]
-        else:
+        elif same is run:
             del self._by_key[key]
+        else:
+            raise ValueError(f"run {run.run_id} is not where its job and run date say")
         self._by_job[run.job].remove(run)
         if not self._by_job[run.job]:
             del self._by_job[run.job]

@@ -103,9 +103,11 @@ async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
 ) -> None:
     h = Harness(config_from(CONFIG))
     answers: list[str] = []
+    stopped: list[Engine] = []
     async with trio.open_nursery() as outer:
         with trio.CancelScope() as engine_scope:
             async with h.engine() as engine:
+                stopped.append(engine)
                 await held_runs(engine)
 
                 async def release() -> None:
@@ -121,7 +123,7 @@ async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
                 engine_scope.cancel()
                 await trio.sleep_forever()
     assert answers == ["stopped"]
-    assert {run.state for run in engine.book.runs(job="churn")} == {RunState.HELD}
+    assert {run.state for run in stopped[0].book.runs(job="churn")} == {RunState.HELD}
     async with h.engine(store=h.store.reopen()) as again:
         assert {run.state for run in again.book.runs(job="churn")} == {RunState.HELD}
         assert again.held_jobs == frozenset({"churn"})
