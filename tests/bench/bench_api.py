@@ -62,7 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
@@ -357,6 +357,16 @@ class Stream:
     error: str = ""
 
 
+async def sse_frames(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The frames of an event stream, each without the blank line that ends it."""
+    buffer = b""
+    async for chunk in response.aiter_bytes():
+        frames = (buffer + chunk).split(b"\n\n")
+        buffer = frames.pop()
+        for frame in frames:
+            yield frame
+
+
 async def sse_client(
     client: httpx.AsyncClient,
     after: int,
@@ -373,23 +383,19 @@ async def sse_client(
                 seen.error = f"status {response.status_code}"
                 connected()
                 return
-            buffer = b""
-            async for chunk in response.aiter_bytes():
-                frames = (buffer + chunk).split(b"\n\n")
-                buffer = frames.pop()
-                for frame in frames:
-                    if frame.startswith(b"retry:"):
-                        seen.connected = True
-                        connected()
-                    elif frame.startswith(b"id: "):
-                        head, _, rest = frame.partition(b"\n")
-                        seen.ids.append(int(head[4:]))
-                        if rest.startswith(b"event: reset"):
-                            seen.resets += 1
-                        if end_mark in rest:
-                            seen.done = True
-                            seen.done_at = time.monotonic()
-                            return
+            async for frame in sse_frames(response):
+                if frame.startswith(b"retry:"):
+                    seen.connected = True
+                    connected()
+                elif frame.startswith(b"id: "):
+                    head, _, rest = frame.partition(b"\n")
+                    seen.ids.append(int(head[4:]))
+                    if rest.startswith(b"event: reset"):
+                        seen.resets += 1
+                    if end_mark in rest:
+                        seen.done = True
+                        seen.done_at = time.monotonic()
+                        return
     except httpx.HTTPError as exc:
         seen.error = repr(exc)
         if not seen.connected:
@@ -404,17 +410,13 @@ async def wait_for_mark(client: httpx.AsyncClient, mark: bytes, action: Awaitabl
 
         async def read() -> None:
             async with client.stream("GET", "/api/v1/events") as response:
-                buffer = b""
-                async for chunk in response.aiter_bytes():
-                    frames = (buffer + chunk).split(b"\n\n")
-                    buffer = frames.pop()
-                    for frame in frames:
-                        if frame.startswith(b"retry:"):
-                            subscribed.set()
-                        elif frame.startswith(b"id: ") and mark in frame:
-                            seen.ids.append(int(frame.partition(b"\n")[0][4:]))
-                            nursery.cancel_scope.cancel()
-                            return
+                async for frame in sse_frames(response):
+                    if frame.startswith(b"retry:"):
+                        subscribed.set()
+                    elif frame.startswith(b"id: ") and mark in frame:
+                        seen.ids.append(int(frame.partition(b"\n")[0][4:]))
+                        nursery.cancel_scope.cancel()
+                        return
 
         nursery.start_soon(read)
         await subscribed.wait()
