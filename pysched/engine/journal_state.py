@@ -25,7 +25,6 @@ action    an operator action: ``id``, ``at``, ``by``, ``why``, ``action``, ``tar
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -33,7 +32,7 @@ from typing import Any, cast
 
 from pysched.engine.book import Book
 from pysched.engine.runs import Run
-from pysched.gc_pause import collection_paused
+from pysched.gc_pause import collection_paused, freeze_if_large
 from pysched.store import Record
 
 SNAPSHOT_CHUNK = 500
@@ -106,17 +105,11 @@ class Replayed:
         return self.book
 
 
-FREEZE_AFTER = 10_000
-"""Runs from which a replay freezes what it built (as ``open_engine`` does after it)."""
-
-
 def replay(records: Iterable[Record]) -> Replayed:
     """Fold every record (a restart's work), with the garbage collector paused meanwhile.
 
-    A replay of ``FREEZE_AFTER`` runs or more ends by freezing the heap (``gc.freeze``) before
-    the collector is back: everything it built lives as long as the engine, and the first young
-    collection would otherwise walk all of it (a third of a second for 100,000 runs), since
-    every object made while the collector was paused is still young.
+    A large replay ends by freezing what it built before the collector is back
+    (``pysched.gc_pause.freeze_if_large``): the runs live as long as the engine.
     """
     state = Replayed()
     run_data, fold = state.run_data, state.fold
@@ -129,8 +122,7 @@ def replay(records: Iterable[Record]) -> Replayed:
             else:
                 fold(record)
         state.build_book()
-        if len(state.book) >= FREEZE_AFTER:
-            gc.freeze()
+        freeze_if_large(len(state.book))
     return state
 
 
