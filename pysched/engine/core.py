@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
-import trio.testing
 
 from pysched.config.model import Config, Job, Overlap
 from pysched.config.templates import RunContext
@@ -164,8 +163,10 @@ class EngineCore:
 
         Meant for tests: every task is blocked and the loop has nothing left to fold.
         """
+        from trio.testing import wait_all_tasks_blocked  # here: it imports pytest when present
+
         while True:
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             if self.error is not None or (not self._inbox and not self._busy):
                 return
             await self._idle.wait()

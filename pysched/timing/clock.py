@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import trio
-import trio.testing
 
 
 class Clock(Protocol):
@@ -89,8 +88,10 @@ class FakeClock:
         ``trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))``); with any other
         clock it raises ``RuntimeError`` rather than really sleeping.
         """
+        from trio.testing import MockClock  # here: trio.testing imports pytest when present
+
         clock = trio.lowlevel.current_clock()
-        if not isinstance(clock, trio.testing.MockClock) or math.isinf(clock.autojump_threshold):
+        if not isinstance(clock, MockClock) or math.isinf(clock.autojump_threshold):
             raise RuntimeError(
                 "FakeClock.advance needs trio's MockClock with autojump: use pytest-trio's "
                 "autojump_clock fixture, or trio.run(main, clock=MockClock(autojump_threshold=0))"
