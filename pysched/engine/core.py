@@ -72,6 +72,10 @@ other tasks every this many steps: its handler's steps, the runs it encodes for 
 the effects it runs after the commit. The pass stays one atomic commit; readers wait for it
 (``committed``) as they wait for any commit, and the loop is never blocked for more than a few
 milliseconds at a time."""
+WORK_SLICE = 16
+"""The heavier steps of a pass yield every this many: inbox items folded (200 triggers arriving
+at once are one pass), dependents re-evaluated, attempts started (each renders its command and
+environment). Each costs 0.1-0.3 ms, so a slice is a few milliseconds."""
 
 
 class _Watch:
@@ -313,13 +317,15 @@ class EngineCore:
             calls: list[Call] = []
             try:
                 batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
-                for work in batch:
+                for index, work in enumerate(batch, 1):
                     if isinstance(work, Call):
                         calls.append(work)
                         await self._call(work)
                     else:
                         self._handle(work)
-                self._settle_changes()
+                    if index % WORK_SLICE == 0:
+                        await trio.lowlevel.checkpoint()
+                await self._settle_changes()
                 committed = await self._commit()
             except BaseException:
                 # cancelled at one of the pass's checkpoints (the engine is being stopped):
@@ -387,8 +393,10 @@ class EngineCore:
         else:
             self._dispatch_wanted = True
 
-    def _settle_changes(self) -> None:
-        """Re-evaluate dependents of what changed, then start what the slots allow."""
+    async def _settle_changes(self) -> None:
+        """Re-evaluate dependents of what changed, then start what the slots allow; yields
+        every ``WORK_SLICE`` evaluations and starts."""
+        done = 0
         for _ in range(1000):  # bounded: each pass only looks at runs a change touched
             if not self._notify:
                 break
@@ -398,9 +406,12 @@ class EngineCore:
                     run = self.book.find(run_id)
                     if run is not None and run.state in _EVALUABLE and not run.forced:
                         self._evaluate(run)
+                        done += 1
+                        if done % WORK_SLICE == 0:
+                            await trio.lowlevel.checkpoint()
         if self._dispatch_wanted or self._slots.queued:
             self._dispatch_wanted = False
-            self._dispatch()
+            await self._dispatch()
 
     async def _commit(self) -> bool:
         """Journal every run changed in this pass and the other records; False on fail-stop."""
@@ -645,12 +656,14 @@ class EngineCore:
             return True
         return self._active_run(job.name, run.run_id) is None
 
-    def _dispatch(self) -> None:
+    async def _dispatch(self) -> None:
         if self.error is not None:
             return
         started = self._slots.take(START_BATCH, self._may_start)
-        for run_id, pool in started:
+        for index, (run_id, pool) in enumerate(started, 1):
             self._start_attempt(self.book.get(run_id), pool)
+            if index % WORK_SLICE == 0 and index < len(started):
+                await trio.lowlevel.checkpoint()
         if len(started) == START_BATCH:
             self._post(Dispatch())
 

@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from pysched.engine import Engine, RunState
+from pysched.engine.core import WORK_SLICE
 from pysched.errors import EngineStopped
 from tests.engine.harness import Harness, config_from
 
@@ -127,3 +128,44 @@ async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
     async with h.engine(store=h.store.reopen()) as again:
         assert {run.state for run in again.book.runs(job="churn")} == {RunState.HELD}
         assert again.held_jobs == frozenset({"churn"})
+
+
+BURST = 200
+BURST_CONFIG = "scheduler: {max_running: 250}\njobs:\n" + "".join(
+    f'  b{i:03d}: {{schedule: "0 3 1 1 *", command: x}}\n' for i in range(BURST)
+)
+
+
+async def test_a_burst_of_triggers_and_starts_is_folded_in_slices(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """200 triggers arrive together, so one pass folds them all, then starts their attempts:
+    the pass yields every ``WORK_SLICE`` runs it creates and attempts it starts."""
+    h = Harness(config_from(BURST_CONFIG))
+    growth: list[tuple[int, int]] = []
+
+    def counts(engine: Engine) -> tuple[int, int]:
+        runs = engine.book.runs()
+        return len(runs), sum(len(run.attempts) for run in runs)
+
+    async with h.engine() as engine:
+
+        async def ticker() -> None:
+            last = counts(engine)
+            while last != (BURST, BURST):
+                await trio.lowlevel.checkpoint()
+                now = counts(engine)
+                growth.append((now[0] - last[0], now[1] - last[1]))
+                last = now
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ticker)
+            await trio.lowlevel.checkpoint()
+            for name in engine.config.jobs:
+                nursery.start_soon(engine.trigger, name)
+        await engine.settle()
+        assert {run.state for run in engine.book.runs()} == {RunState.RUNNING}
+    # trio may run the loop at the end of one batch and the start of the next: two slices
+    # between two of the ticker's turns at most (unsliced, the 200 triggers were one step)
+    assert max(runs for runs, _ in growth) <= 2 * WORK_SLICE
+    assert max(attempts for _, attempts in growth) <= 2 * WORK_SLICE
