@@ -255,6 +255,8 @@ class EngineCore:
             elif state in _EVALUABLE:
                 self._post(Call(handler=lambda run=run: self._evaluate(run)))
             elif state is RunState.QUEUED:
+                if _going(run, state):  # a retry that came due
+                    self._active.setdefault(run.job, set()).add(run.run_id)
                 self._enqueue(run)
             elif state is RunState.RETRYING:
                 self._active.setdefault(run.job, set()).add(run.run_id)
@@ -512,14 +514,14 @@ class EngineCore:
         self._touch(run)
         before = run.state
         run.move(to, reason)
-        if to in _ACTIVE and before not in _ACTIVE:
+        was_going = run.run_id in self._active.get(run.job, ())
+        if _going(run, to) and not was_going:
             self._active.setdefault(run.job, set()).add(run.run_id)
-        elif before in _ACTIVE and to not in _ACTIVE:
-            active = self._active.get(run.job)
-            if active is not None:
-                active.discard(run.run_id)
-                if not active:
-                    del self._active[run.job]
+        elif was_going and not _going(run, to):
+            active = self._active[run.job]
+            active.discard(run.run_id)
+            if not active:
+                del self._active[run.job]
         if before is not to:
             if before.finished or to.finished:
                 self._notify.add((run.job, run.run_date))
@@ -607,7 +609,7 @@ class EngineCore:
                     del self._watching[key]
 
     def _active_run(self, job: str, other_than: str) -> Run | None:
-        """A run of ``job`` that is running or waiting out a retry backoff (for overlap)."""
+        """A run of ``job`` that is going (``_going``), for overlap."""
         for run_id in self._active.get(job, ()):
             if run_id != other_than:
                 return self.book.find(run_id)
@@ -631,6 +633,7 @@ class EngineCore:
                     and other.n < run.n
                     and other.attempts_in_series == 0
                     and not other.forced
+                    and other.trigger is not Trigger.CATCH_UP  # catch_up: all asked for each
                 ):
                     self._move(other, RunState.SKIPPED, f"overlap: superseded by {run.run_id}")
             if active is not None:
@@ -654,12 +657,39 @@ class EngineCore:
             return False
         if job.overlap is Overlap.ALLOW or run.forced:
             return True
-        return self._active_run(job.name, run.run_id) is None
+        active = self._active_run(job.name, run.run_id)
+        if active is not None:
+            self._waiting_for(run, active.run_id)
+        return active is None
+
+    def _waiting_for(self, run: Run, other: str) -> None:
+        """Say why a queued run is held back by overlap (journaled with the pass)."""
+        reason = f"waiting for {other} to finish"
+        if run.reason != reason and run.attempts_in_series == 0:  # a due retry says "retry due"
+            self._touch(run)
+            run.reason = reason
 
     async def _dispatch(self) -> None:
         if self.error is not None:
             return
-        started = self._slots.take(START_BATCH, self._may_start)
+        # runs chosen together are not yet going while the slots choose: at most one of a job
+        # whose overlap is not ``allow`` (unless forced) may be among them
+        chosen: dict[str, str] = {}  # job -> the run chosen
+
+        def may_start(run_id: str) -> bool:
+            if not self._may_start(run_id):
+                return False
+            run = self.book.get(run_id)
+            job = self.config.jobs[run.job]
+            if job.overlap is Overlap.ALLOW or run.forced:
+                return True
+            first = chosen.setdefault(run.job, run_id)
+            if first == run_id:
+                return True
+            self._waiting_for(run, first)
+            return False
+
+        started = self._slots.take(START_BATCH, may_start)
         for index, (run_id, pool) in enumerate(started, 1):
             self._start_attempt(self.book.get(run_id), pool)
             if index % WORK_SLICE == 0 and index < len(started):
@@ -1147,6 +1177,15 @@ class EngineCore:
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)
 _ACTIVE = (RunState.RUNNING, RunState.RETRYING)
+
+
+def _going(run: Run, state: RunState) -> bool:
+    """Whether a run in ``state`` is its job's run "going", for overlap: an attempt running, a
+    backoff being waited out, or a retry that came due and waits for its slot (it goes before
+    any newer run of the job)."""
+    return state in _ACTIVE or (state is RunState.QUEUED and run.attempts_in_series > 0)
+
+
 _FIRING_TOLERANCE = timedelta(milliseconds=1)
 """A fake clock built on float seconds may wake a hair before an instant; this much early is
 on time."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
+import pytest
 import trio
 
 from pysched.engine import Engine, RunState
@@ -131,3 +132,88 @@ async def test_queue_overlap_never_supersedes_a_run_waiting_to_retry(
         }
         await h.advance(engine, minutes=10)
         assert states(engine)["poll.2026-10-19.1"] == "succeeded"
+
+
+def spans(engine: Engine, job: str) -> list[tuple[str, str, str]]:
+    """Every attempt of ``job``: (run id, start, end) as HH:MM, in start order."""
+    found = [
+        (run.run_id, attempt.started_at.strftime("%H:%M"), attempt.ended_at.strftime("%H:%M"))
+        for run in engine.book.runs(job=job)
+        for attempt in run.attempts
+        if attempt.ended_at is not None
+    ]
+    return sorted(found, key=lambda span: span[1])
+
+
+@pytest.mark.parametrize("policy", ["queue", "skip"])
+async def test_runs_ready_together_take_turns(
+    policy: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A backfill makes five runs of one job ready in one pass: none of them was going when
+    the slots chose, yet only one may start; the others wait their turn (under ``skip`` too:
+    they were queued before any of them ran)."""
+    config = f"""
+    jobs:
+      poll: {{schedule: "0 3 1 1 *", command: x, overlap: {policy}}}
+    """
+    h = Harness(config_from(config), durations={"poll": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 16))
+        await engine.settle()
+        waiting = engine.book.runs(job="poll", state=RunState.QUEUED)
+        assert len(waiting) == 4
+        assert {run.reason for run in waiting} == {"waiting for poll.2026-10-12.1 to finish"}
+        await h.advance(engine, minutes=55)
+        assert max_concurrent(engine, {"poll"}) == 1
+        assert [span[0] for span in spans(engine, "poll")][:5] == [
+            f"poll.2026-10-{day}.1" for day in range(12, 17)
+        ]
+
+
+async def test_a_retry_that_comes_due_goes_before_a_newer_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(
+        config_from(
+            """
+            jobs:
+              p:
+                schedule: "0,5 1 * * *"
+                command: x
+                retries: {count: 2, backoff: {initial: 10m}}
+            """
+        ),
+        durations={"p": timedelta(minutes=2)},
+        outcomes={"p.2026-10-19.1": [1, 0]},
+    )
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=30)
+        # run 1 fails at 01:02 and retries at 01:12; run 2 (01:05) waits for it all along
+        assert spans(engine, "p") == [
+            ("p.2026-10-19.1", "01:00", "01:02"),
+            ("p.2026-10-19.1", "01:12", "01:14"),
+            ("p.2026-10-19.2", "01:14", "01:16"),
+        ]
+
+
+async def test_catch_up_all_runs_every_missed_firing_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Missed firings of one run date are not superseded by each other under ``queue``."""
+    h = Harness(
+        config_from(
+            """
+            jobs:
+              q: {schedule: "0 * * * *", command: x, catch_up: all}
+            """
+        ),
+        durations={"q": timedelta(minutes=30)},
+    )
+    async with h.engine():
+        pass
+    await h.clock.advance(timedelta(hours=4, minutes=30))
+    async with h.engine(store=h.store.reopen()) as engine:
+        await h.advance(engine, hours=2)
+        missed = [f"q.2026-10-19.{n}" for n in range(1, 5)]  # 01:00 to 04:00
+        assert [span[0] for span in spans(engine, "q")][:4] == missed
+        assert all(engine.book.get(run_id).state is RunState.SUCCEEDED for run_id in missed)
