@@ -736,16 +736,23 @@ class EngineCore:
         )
         base = self._base_dir
         cwd = base / job.cwd.render(context, secrets) if job.cwd is not None else base
+        argv = job.command.render(context, secrets)
+        redact = {
+            text: shown
+            for text in (argv[0] if argv else "", str(cwd))
+            if (shown := secrets.mask(text)) != text
+        }
         return AttemptSpec(
             run_id=run.run_id,
             job=run.job,
             run_date=run.run_date,
             attempt=number,
-            argv=job.command.render(context, secrets),
+            argv=argv,
             env=env,
             cwd=Path(cwd),
             scheduled_for=run.scheduled_for,
             display=job.command.display(context),
+            redact=redact,
         )
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -901,7 +908,8 @@ class EngineCore:
             exit_code=status.exit_code if status is not None else None,
             signal=status.signal if status is not None else None,
             outcome=outcome,
-            message=message,
+            # a launcher's words may quote the program or folder, which may hold a secret
+            message=self.config.secrets.mask(message),
         )
         self._effect_publish(
             "attempt_ended",

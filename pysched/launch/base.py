@@ -39,6 +39,9 @@ class AttemptSpec:
     cwd: Path | None = None
     scheduled_for: datetime
     display: str = ""
+    redact: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Texts of this attempt that hold a secret (its program, its folder), each with the form
+    to show instead: a launcher writes the shown form in anything it keeps (notes, messages)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -361,6 +361,7 @@ class LocalLauncher:
             "stderr": os.path.abspath(paths.err),
             "started": os.path.abspath(paths.started),
             "note": os.path.abspath(paths.note),
+            "redact": [[text, shown] for text, shown in spec.redact.items()],
         }
         if self._host is not None:
             with trio.CancelScope(shield=True):

@@ -10,7 +10,11 @@ JSON object is accepted there too), or as a JSON object in the argument itself::
 
     {"argv": [...], "env": {...}, "cwd": "..." | null,
      "stdout": ".../<run_id>.<n>.out", "stderr": ".../<run_id>.<n>.err",
-     "started": ".../<run_id>.<n>.started.json", "note": ".../<run_id>.<n>.note.json"}
+     "started": ".../<run_id>.<n>.started.json", "note": ".../<run_id>.<n>.note.json",
+     "redact": [[text, shown], ...]}
+
+``redact`` (optional) pairs texts of the job that hold a secret (its program, its folder) with
+the form to write instead: a note saying why the command could not start shows that form.
 
 ``env`` is the command's FULL environment. The minder
 
@@ -343,9 +347,12 @@ def run(job: "dict[str, Any]") -> int:
         with open(out, "ab") as out_f, open(err, "ab") as err_f:
             child = _start(argv, env, cwd, out_f.fileno(), err_f.fileno())
     except OSError as exc:
-        # Name the program (or folder), never the environment.
+        # Name the program (or folder), never the environment, and never a secret in them.
         what = exc.filename if exc.filename is not None else argv[0] if argv else ""
         error = f"cannot start {argv[0] if argv else ''!r}: {exc.strerror or exc} ({what})"
+        for text, shown in job.get("redact") or ():
+            if text:
+                error = error.replace(str(text), str(shown))
         write_atomically(
             note,
             {

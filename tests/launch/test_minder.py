@@ -107,6 +107,21 @@ def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, where)
     assert not Path(str(job["started"])).exists()
 
 
+@pytest.mark.parametrize("where", ["program", "cwd"])
+def test_a_secret_in_the_program_or_folder_is_written_as_the_launcher_shows_it(tmp_path, where):
+    missing = str(tmp_path / f"missing-{SECRET}")
+    if where == "program":
+        job = job_for(tmp_path, [missing], redact=[[missing, missing.replace(SECRET, "***")]])
+    else:
+        job = job_for(
+            tmp_path, ["/bin/true"], cwd=missing, redact=[[missing, missing.replace(SECRET, "***")]]
+        )
+    run_minder(job)
+    error = str(read(job, "note")["error"])
+    assert SECRET not in error
+    assert "missing-***" in error
+
+
 def wait_for(path: Path, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():

@@ -1,0 +1,57 @@
+"""A launcher's words about an attempt never carry a secret into the journal or the API."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import NoReturn
+
+import trio
+
+from pysched.launch.base import AttemptSpec
+from pysched.testing import FakeLauncher
+from tests.engine.harness import Harness, config_from
+
+SECRET = "hunter2-very-secret"
+CONFIG = """
+jobs:
+  load:
+    schedule: "0 3 1 1 *"
+    command: ["/opt/${DEPLOY_KEY}/load", "--all"]
+    cwd: "/srv/${DEPLOY_KEY}"
+"""
+
+
+class QuotingLauncher(FakeLauncher):
+    """Cannot start anything, and says so quoting the real program and folder."""
+
+    specs: list[AttemptSpec]
+
+    async def start(self, spec: AttemptSpec) -> NoReturn:
+        self.specs.append(spec)
+        raise OSError(f"cannot start {spec.argv[0]!r} in {spec.cwd}")
+
+
+async def test_a_start_error_quoting_a_secret_is_journaled_masked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(CONFIG, {"DEPLOY_KEY": SECRET}))
+    launcher = QuotingLauncher(h.clock)
+    launcher.specs = []
+    h.launcher = launcher
+    async with h.engine() as engine:
+        run = await engine.trigger("load", date(2026, 10, 19))
+        await engine.settle()
+        attempt = engine.book.get(run.run_id).attempts[0]
+        assert attempt.message == "cannot start '/opt/***/load' in /srv/***"
+        journal = json.dumps([record.data for record in h.store.records()])
+        assert SECRET not in journal
+        events = engine.events.since(0)
+        assert events is not None
+        assert SECRET not in json.dumps([event.data for event in events], default=str)
+    # the launcher is told which of its texts to show masked (the minder's note uses it)
+    spec = launcher.specs[0]
+    assert dict(spec.redact) == {
+        f"/opt/{SECRET}/load": "/opt/***/load",
+        f"/srv/{SECRET}": "/srv/***",
+    }
