@@ -183,6 +183,7 @@ async def serve(
                         result = ServeResult(code=0, reason=f"stopped by {name}")
                         break
                     notifier.stopping()
+                    engine.stop_starting()  # at once: the web's stop may take its grace
                     if web is not None:
                         await web.stop()
                     nursery.cancel_scope.cancel()

@@ -127,6 +127,7 @@ class EngineCore:
         self._heap: list[tuple[datetime, int, str, Firing]] = []
         self._heap_version: dict[str, int] = {}
         self._sleep_scope: trio.CancelScope | None = None
+        self._starting_stopped = False
         self._last_firing: dict[str, datetime] = {}
         self._disabled: set[str] = set()
         self._configs: dict[str, Mapping[str, Any]] = {}
@@ -186,6 +187,18 @@ class EngineCore:
         """
         while self._pass_open:
             await self._pass_closed.wait()
+
+    def stop_starting(self) -> None:
+        """Fire nothing more and start no more attempts: the first step of a graceful stop,
+        taken before anything that may take a while (requests in flight finishing).
+
+        Runs that become ready meanwhile stay ``queued``, and firings due meanwhile are not
+        made: the next start starts the one and catches up the other. Attempts already
+        running are still watched, their ends recorded; actions and reads still work.
+        """
+        self._starting_stopped = True
+        if self._sleep_scope is not None:
+            self._sleep_scope.cancel()
 
     async def wait_failed(self) -> BaseException:
         """Wait until the engine fail-stops; return the cause (also in ``engine.error``)."""
@@ -670,7 +683,7 @@ class EngineCore:
             run.reason = reason
 
     async def _dispatch(self) -> None:
-        if self.error is not None:
+        if self.error is not None or self._starting_stopped:
             return
         # runs chosen together are not yet going while the slots choose: at most one of a job
         # whose overlap is not ``allow`` (unless forced) may be among them
@@ -980,7 +993,7 @@ class EngineCore:
         **Cancellation:** ``_plan`` cancels the current sleep when the heap changes, so a new or
         changed job's earlier firing is never slept through.
         """
-        while True:
+        while not self._starting_stopped:
             while self._heap and self._heap_version.get(self._heap[0][2]) != self._heap[0][1]:
                 heapq.heappop(self._heap)  # superseded by a later _plan
             if self._heap and self._heap[0][0] <= self._time() + _FIRING_TOLERANCE:
