@@ -28,7 +28,8 @@ def check(state_dir: StateDirArg, as_json: JsonOpt = False) -> None:
     """Check a state dir's snapshot, journal segments and archives, line by line.
 
     Prints each problem as file:line: message and exits 1, or a summary and exits 0. A torn
-    last line (a crash mid-write) is a warning: the next start cuts it.
+    last line (a crash mid-write) is a warning: the next start cuts it. Damage in an archive
+    file is a problem too, but it does not stop a start: archives are not read then.
     """
     report = inspect_state_dir(state_dir)
     if as_json:
@@ -42,8 +43,16 @@ def check(state_dir: StateDirArg, as_json: JsonOpt = False) -> None:
     if not report.ok:
         for problem in report.problems:
             typer.echo(problem, err=True)
-        count = len(report.problems)
-        typer.echo(f"{state_dir}: {_count(count, 'problem')} — pysched would refuse to start")
+        count = _count(len(report.problems), "problem")
+        if report.refuses_start:
+            typer.echo(f"{state_dir}: {count} — pysched would refuse to start")
+        else:
+            damaged = ", ".join(report.damaged_archives)
+            verb = "is" if len(report.damaged_archives) == 1 else "are"
+            typer.echo(
+                f"{state_dir}: {count} — {damaged} {verb} damaged at the lines above and cannot "
+                "be read back; the live state is unaffected and pysched starts"
+            )
         raise typer.Exit(1)
     typer.echo(
         f"{state_dir}: OK — {_count(report.records, 'record')} to replay, "

@@ -51,6 +51,14 @@ class Evaluation:
 
 
 _FAILED = (RunState.FAILED, RunState.LOST)
+_OUTCOMES = {
+    RunState.SUCCEEDED: "succeeded",
+    RunState.FAILED: "failed",
+    RunState.SKIPPED: "was skipped",
+    RunState.CANCELLED: "was cancelled",
+    RunState.LOST: "was lost",
+}
+"""How a reason says that a run ended in each finished state ("and it was cancelled")."""
 
 
 def evaluate(job: Job, run_date: date, book: Book) -> Evaluation:
@@ -89,4 +97,4 @@ def _judge(dependency: Dependency, upstream_date: date, book: Book) -> tuple[Ver
     # Condition.FAILURE
     if state in _FAILED:
         return Verdict.MET, ""
-    return Verdict.SKIPPED, f"runs only if {upstream.run_id} fails, and it {state.value}"
+    return Verdict.SKIPPED, f"runs only if {upstream.run_id} fails, and it {_OUTCOMES[state]}"

@@ -2,8 +2,11 @@
 
 ``check_state_dir`` takes no lock and cuts nothing, so it is safe on the dir of a running
 scheduler. It reports every problem (what would make ``Store.open`` refuse, or an archive that
-would not read back) and, apart, the warnings: what the next open tidies by itself (a torn last
-line, a leftover temporary snapshot, segments a snapshot already covers).
+would not read back: ``Store.open`` never reads the archive, so that one does not stop a start)
+and, apart, the warnings: what the next open tidies by itself (a torn last line, a leftover
+temporary snapshot, segments a snapshot already covers) and files that are no part of the
+journal. The files ``pysched serve`` keeps in the state dir (``SERVICE_FILES``) are not warned
+about.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from pysched.store.layout import (
     ARCHIVE_DIR,
     LOCK,
+    SERVICE_FILES,
     SNAPSHOT,
     SNAPSHOT_TMP,
     archive_name,
@@ -31,10 +35,16 @@ from pysched.store.lines import SnapshotHeader
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StateReport:
     """What ``inspect_state_dir`` found. ``records`` is what a replay would hand back: the
-    snapshot's records plus ``journal_records``."""
+    snapshot's records plus ``journal_records``.
+
+    ``problems`` holds them all; ``refuses_start`` says whether any of them would make
+    ``Store.open`` refuse the dir, and ``damaged_archives`` names the archive files that hold
+    the others (the live state does not need them, but they do not read back)."""
 
     state_dir: Path
     problems: tuple[str, ...]
+    refuses_start: bool
+    damaged_archives: tuple[str, ...]
     warnings: tuple[str, ...]
     segments: tuple[str, ...]
     journal_records: int
@@ -57,6 +67,8 @@ class StateReport:
             "ok": self.ok,
             "state_dir": str(self.state_dir),
             "problems": list(self.problems),
+            "refuses_start": self.refuses_start,
+            "damaged_archives": list(self.damaged_archives),
             "warnings": list(self.warnings),
             "records": self.records,
             "journal_records": self.journal_records,
@@ -76,8 +88,8 @@ class StateReport:
 
 def check_state_dir(state_dir: str | os.PathLike[str]) -> list[str]:
     """Every problem in a state dir as ``"file:line: message"`` (line 0: the whole file); ``[]``
-    if a ``Store.open`` would accept it. Reads only; takes no lock. See ``inspect_state_dir``
-    for the warnings and counts."""
+    if a ``Store.open`` would accept it and every archive reads back. Reads only; takes no lock.
+    See ``inspect_state_dir`` for the warnings, counts, and which problems stop a start."""
     return list(inspect_state_dir(state_dir).problems)
 
 
@@ -137,6 +149,8 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         if scan.last_seq is not None:
             previous = scan.last_seq
 
+    refuses_start = bool(problems)
+    damaged_archives: list[str] = []
     archive_records = 0
     archives = list_archives(root)
     for path in archives:
@@ -147,10 +161,13 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         scan = scan_file(path, archive_name(path.stem), "archive", tail_may_tear=True)
         problems += scan.problems
         archive_records += scan.records
+        if scan.problems:
+            damaged_archives.append(scan.name)
         if scan.torn is not None:
             warnings.append(f"{scan.torn}: cut before the next append to it")
 
-    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR} | {p.name for p in segments.values()}
+    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR, *SERVICE_FILES}
+    known |= {p.name for p in segments.values()}
     for path in sorted(root.iterdir()):
         if path.name not in known:
             warnings.append(f"{path.name}:0: not a journal file; ignored")
@@ -160,6 +177,8 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         root,
         problems,
         warnings,
+        refuses_start=refuses_start,
+        damaged_archives=tuple(damaged_archives),
         segments=tuple(segment_name(n) for n in kept),
         journal_records=journal_records,
         snapshot=header,
@@ -175,6 +194,8 @@ def _report(
     problems: list[str],
     warnings: list[str],
     *,
+    refuses_start: bool | None = None,
+    damaged_archives: tuple[str, ...] = (),
     segments: tuple[str, ...] = (),
     journal_records: int = 0,
     snapshot: SnapshotHeader | None = None,
@@ -187,6 +208,8 @@ def _report(
         state_dir=root,
         problems=tuple(problems),
         warnings=tuple(warnings),
+        refuses_start=bool(problems) if refuses_start is None else refuses_start,
+        damaged_archives=damaged_archives,
         segments=segments,
         journal_records=journal_records,
         snapshot=snapshot,

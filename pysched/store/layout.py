@@ -9,6 +9,8 @@
       journal.000004.jsonl    segments: the records committed since, in seq order
       journal.000005.jsonl
       archive/2026-09.jsonl   records retired from the live state, by month
+      admin.token             ``pysched serve``'s, not the store's (``SERVICE_FILES``)
+      tokens.json
 
 ``scan_file`` is shared by ``Store.open`` (which stops at the first problem) and
 ``check_state_dir`` (which reports them all).
@@ -38,6 +40,10 @@ LOCK = "lock"
 SNAPSHOT = "snapshot.jsonl"
 SNAPSHOT_TMP = "snapshot.jsonl.tmp"
 ARCHIVE_DIR = "archive"
+SERVICE_FILES = frozenset({"admin.token", "tokens.json"})
+"""What ``pysched serve`` keeps next to the journal: the first admin token and the tokens file
+(``SchedulerSettings.admin_token_path`` and the default ``tokens_path``). The store never reads
+them; ``check_state_dir`` knows them so it does not call them strangers."""
 _SEGMENT = re.compile(r"journal\.(\d{6,})\.jsonl")
 _MONTH = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])")
 

@@ -98,21 +98,29 @@ def encode_header(header: SnapshotHeader) -> bytes:
     )
 
 
-def read_fields(raw: bytes) -> dict[str, Any]:
-    """Check a line's newline, checksum, JSON and version; return its fields."""
+def check_seal(raw: bytes) -> None:
+    """Check a line's newline and checksum; ``LineError`` (``torn``) if either is wrong.
+
+    The one place these reasons are worded: ``Store.open`` (which logs the torn tail it cuts)
+    and ``store check`` (which warns about it) read lines by different paths, and must say the
+    same thing, word for word, as docs/journal.md quotes it.
+    """
     if not raw.endswith(b"\n"):
         raise LineError("no newline at its end", torn=True)
-    tail = raw[-_CRC_TAIL_SIZE:]
-    match = _CRC_TAIL.fullmatch(tail)
+    match = _CRC_TAIL.fullmatch(raw[-_CRC_TAIL_SIZE:])
     if match is None:
         raise LineError("no checksum at its end", torn=True)
-    head = raw[:-_CRC_TAIL_SIZE]
     stated = int(match.group(1), 16)
-    actual = zlib.crc32(head)
+    actual = zlib.crc32(raw[:-_CRC_TAIL_SIZE])
     if stated != actual:
         raise LineError(
             f"bad checksum (the line says {stated:08x}, its content gives {actual:08x})", torn=True
         )
+
+
+def read_fields(raw: bytes) -> dict[str, Any]:
+    """Check a line's newline, checksum, JSON and version; return its fields."""
+    check_seal(raw)
     try:
         fields = orjson.loads(raw)
     except ValueError as exc:
@@ -140,17 +148,7 @@ def read_head(raw: bytes) -> tuple[int, str]:
     A line whose checksum matches was written whole by the writer, which only writes valid
     JSON; replay still parses it fully and refuses anything else.
     """
-    if not raw.endswith(b"\n"):
-        raise LineError("no newline at the end of the line (cut short)", torn=True)
-    match = _CRC_TAIL.fullmatch(raw[-_CRC_TAIL_SIZE:])
-    if match is None:
-        raise LineError("no checksum at the end of the line", torn=True)
-    stated = int(match.group(1), 16)
-    actual = zlib.crc32(raw[:-_CRC_TAIL_SIZE])
-    if stated != actual:
-        raise LineError(
-            f"bad checksum (the line says {stated:08x}, its content gives {actual:08x})", torn=True
-        )
+    check_seal(raw)
     head = _HEAD.match(raw)
     if head is None:  # not the writer's usual shape: the full reader says exactly what is wrong
         record = record_from(read_fields(raw), min_seq=0)

@@ -11,7 +11,10 @@ from store_harness import rec
 from typer.testing import CliRunner
 
 from pysched.cli import app
+from pysched.config.loader import parse_config
 from pysched.store import Store, StoreError, check_state_dir
+from pysched.store.check import inspect_state_dir
+from pysched.tokens import first_admin_token
 
 runner = CliRunner()
 
@@ -130,3 +133,48 @@ def test_a_missing_dir(tmp_path: Path) -> None:
     result = runner.invoke(app, ["store", "check", str(missing), "--json"])
     assert result.exit_code == 1
     assert json.loads(result.stdout)["ok"] is False
+
+
+def test_the_files_serve_keeps_in_the_state_dir_are_no_strangers(tmp_path: Path) -> None:
+    state = _state(tmp_path / "state")
+    config = "jobs: {a: {schedule: '0 9 * * *', command: 'true'}}\n"
+    settings = parse_config(config, tmp_path / "pysched.yaml", {}).scheduler  # state_dir: state
+    # what ``serve`` writes there: the first admin token and the tokens file
+    first_admin_token(settings.tokens_path, settings.admin_token_path)
+    assert {settings.tokens_path.parent, settings.admin_token_path.parent} == {state}
+    (state / "notes.txt").write_text("hello")
+    result = runner.invoke(app, ["store", "check", str(state)])
+    assert result.exit_code == 0, result.output
+    assert "admin.token" not in result.output and "tokens.json" not in result.output
+    assert inspect_state_dir(state).warnings == ("notes.txt:0: not a journal file; ignored",)
+
+
+def test_a_damaged_archive_is_a_problem_that_does_not_stop_a_start(tmp_path: Path) -> None:
+    state = _state(tmp_path / "state")
+    archive = state / "archive" / "2026-10.jsonl"
+    good = archive.read_bytes()
+    archive.write_bytes(good.replace(b'"value":0', b'"value":5') + good)  # not a torn tail
+    report = inspect_state_dir(state)
+    [problem] = report.problems
+    assert problem.startswith("archive/2026-10.jsonl:1: bad checksum")
+    assert (report.refuses_start, report.damaged_archives) == (False, ("archive/2026-10.jsonl",))
+    result = runner.invoke(app, ["store", "check", str(state)])
+    assert result.exit_code == 1
+    assert "archive/2026-10.jsonl:1: bad checksum" in result.output
+    assert "refuse to start" not in result.output
+    assert (
+        f"{state}: 1 problem — archive/2026-10.jsonl is damaged at the lines above and cannot "
+        "be read back; the live state is unaffected and pysched starts"
+    ) in result.output
+    data = json.loads(runner.invoke(app, ["store", "check", str(state), "--json"]).stdout)
+    assert (data["ok"], data["refuses_start"]) == (False, False)
+    assert data["damaged_archives"] == ["archive/2026-10.jsonl"]
+    Store.open(state).close()  # and it does start
+
+    # with damage in the live state as well, pysched would refuse to start
+    segment = state / "journal.000002.jsonl"
+    segment.write_bytes(segment.read_bytes().replace(b'"value":7', b'"value":8'))
+    assert inspect_state_dir(state).refuses_start is True
+    result = runner.invoke(app, ["store", "check", str(state)])
+    assert result.exit_code == 1
+    assert f"{state}: 2 problems — pysched would refuse to start" in result.output

@@ -20,8 +20,10 @@ from store_harness import FaultyDisk, fold, rec, triples
 
 import pysched.store as store_package
 from pysched.store import MemoryStore, Record, Store, StoreError
+from pysched.store.check import inspect_state_dir
 
 SEGMENT = "journal.000001.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_public_names() -> None:
@@ -283,6 +285,29 @@ async def test_torn_tail_is_cut_and_logged(
     assert caplog.records == []
     assert len(list(store.records())) == 4
     store.close()
+
+
+async def test_the_torn_tail_warning_says_what_store_check_and_the_docs_say(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _committed(tmp_path)
+    tail = _line(4)[:-1]
+    with (tmp_path / SEGMENT).open("ab") as file:
+        file.write(tail)
+    [checked] = inspect_state_dir(tmp_path).warnings
+    with caplog.at_level(logging.WARNING, logger="pysched.store"):
+        Store.open(tmp_path, sync=False).close()
+    [warning] = caplog.records
+    torn = f"{SEGMENT}:4: torn last line (no newline at its end)"
+    assert warning.getMessage() == (
+        f"{torn}: cut it off ({len(tail)} bytes): a crash interrupted that write, which was "
+        "never acknowledged"
+    )
+    assert checked.startswith(f"{torn}: ")
+    # docs/journal.md quotes the warning (wrapped): the same words
+    docs = " ".join((ROOT / "docs" / "journal.md").read_text().split())
+    quoted = warning.getMessage().replace(SEGMENT, "journal.000005.jsonl").replace(":4:", ":912:")
+    assert quoted.replace(f"({len(tail)} bytes)", "(57 bytes)") in docs
 
 
 async def test_a_flipped_byte_mid_file_is_refused(tmp_path: Path) -> None:

@@ -113,3 +113,18 @@ def test_the_usual_line() -> None:
     assert read_seq(GOOD, 7) == read_seq(GOOD) == read_seq(GOOD, 3) == 7
     with pytest.raises(LineError, match="bad seq 7"):
         read_record(GOOD, min_seq=8)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (GOOD[:-1], "no newline at its end"),
+        (GOOD[:30] + b"\n", "no checksum at its end"),
+        (GOOD.replace(b'"value":1', b'"value":2'), "bad checksum"),
+    ],
+    ids=["no_newline", "no_checksum", "bad_checksum"],
+)
+def test_open_and_check_word_a_torn_line_alike(raw: bytes, reason: str) -> None:
+    # Store.open reads heads (read_seq), store check whole records: one wording for both
+    assert _head_long(raw) == _head_fast(raw, 7) == _long_way(raw, 0)
+    assert str(_long_way(raw, 0)).startswith(reason)
