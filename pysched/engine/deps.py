@@ -93,7 +93,7 @@ def _judge(dependency: Dependency, upstream_date: date, book: Book) -> tuple[Ver
             return Verdict.MET, ""
         if state is RunState.SKIPPED:
             return Verdict.SKIPPED, f"{upstream.run_id} was skipped"
-        return Verdict.BLOCKED, f"{upstream.run_id} {state.value}"
+        return Verdict.BLOCKED, f"{upstream.run_id} {_OUTCOMES[state]}"
     # Condition.FAILURE
     if state in _FAILED:
         return Verdict.MET, ""

@@ -52,11 +52,11 @@ EXPECTED = {
         (Verdict.MET, ""),
     ),
     RunState.LOST: (
-        (Verdict.BLOCKED, "load.2026-10-19.1 lost"),
+        (Verdict.BLOCKED, "load.2026-10-19.1 was lost"),
         (Verdict.MET, ""),
     ),
     RunState.CANCELLED: (
-        (Verdict.BLOCKED, "load.2026-10-19.1 cancelled"),
+        (Verdict.BLOCKED, "load.2026-10-19.1 was cancelled"),
         (Verdict.SKIPPED, "runs only if load.2026-10-19.1 fails, and it was cancelled"),
     ),
     RunState.SKIPPED: (
