@@ -112,8 +112,8 @@ class Metrics:
             task_status.started()
 
     async def _count_events(self) -> None:
-        seen = 0
-        async for event in self._engine.events.follow(0):
+        seen = self._engine.events.first_id - 1
+        async for event in self._engine.events.follow(seen):
             if event.kind == RESET:
                 # everything after `seen` up to and including this id left the ring unread
                 self._missed += event.id - seen
@@ -198,7 +198,7 @@ class Metrics:
             "events_published_total",
             "counter",
             "Events the engine has published (committed changes).",
-        ).add(engine.events.last_id)
+        ).add(engine.events.published)
         family(
             "metrics_events_missed_total",
             "counter",

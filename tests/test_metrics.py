@@ -121,11 +121,19 @@ async def started(nursery: trio.Nursery, engine: Engine, **kw: float) -> Metrics
     return found
 
 
-async def test_counts_after_runs_succeed_and_fail(autojump_clock: trio.testing.MockClock) -> None:
+# an engine alone numbers events from 1; `pysched serve` from the clock, in microseconds
+FIRST_IDS = pytest.mark.parametrize("first_id", [1, 1_796_085_971_114_662])
+
+
+@FIRST_IDS
+async def test_counts_after_runs_succeed_and_fail(
+    first_id: int, autojump_clock: trio.testing.MockClock
+) -> None:
     h = Harness(
         config_from(CONFIG),
         outcomes={"bad": [1], "flaky": [1, 0]},
         durations={"slow": timedelta(hours=5)},
+        first_event_id=first_id,
     )
     async with h.engine() as engine, trio.open_nursery() as nursery:
         found = await started(nursery, engine, probe_every=60, recount_every=60)
@@ -145,7 +153,8 @@ async def test_counts_after_runs_succeed_and_fail(autojump_clock: trio.testing.M
         assert list(ended) == [outcome.value for outcome in AttemptOutcome]
         assert {k: v for k, v in ended.items() if v} == {"succeeded": 2, "failed": 2}
         assert value(samples, "pysched_attempts_failed_total") == 2
-        assert value(samples, "pysched_events_published_total") == engine.events.last_id
+        published = engine.events.last_id - first_id + 1
+        assert value(samples, "pysched_events_published_total") == published
         assert value(samples, "pysched_metrics_events_missed_total") == 0
 
         stats = engine.store_stats
@@ -220,8 +229,11 @@ async def test_loop_lateness(autojump_clock: trio.testing.MockClock) -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_missed_events_are_counted(autojump_clock: trio.testing.MockClock) -> None:
-    h = Harness(config_from(CONFIG))
+@FIRST_IDS
+async def test_missed_events_are_counted(
+    first_id: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(config_from(CONFIG), first_event_id=first_id)
     async with h.engine() as engine, trio.open_nursery() as nursery:
         found = await started(nursery, engine, probe_every=60)
         at = datetime(2026, 10, 19, tzinfo=UTC)

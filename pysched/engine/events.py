@@ -44,6 +44,7 @@ class EventLog:
     def __init__(self, capacity: int = 10_000, *, first_id: int = 1) -> None:
         self._events: deque[Event] = deque(maxlen=capacity)
         self._capacity = capacity
+        self._first_id = first_id
         self._next_id = first_id
         self._by_run: dict[str, deque[Event]] = {}
         """The events in the ring that name a run, per run (for a run's page)."""
@@ -52,6 +53,16 @@ class EventLog:
     @property
     def last_id(self) -> int:
         return self._next_id - 1
+
+    @property
+    def first_id(self) -> int:
+        """The id of this log's first event (published or not yet)."""
+        return self._first_id
+
+    @property
+    def published(self) -> int:
+        """How many events this log has published."""
+        return self._next_id - self._first_id
 
     def publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> Event:
         event = Event(id=self._next_id, at=at, kind=kind, data=data)
@@ -91,7 +102,12 @@ class EventLog:
         return self._changed
 
     def since(self, last_id: int) -> list[Event] | None:
-        """Events after ``last_id``, or None when some of them already left the ring."""
+        """Events after ``last_id``, or None when some of them already left the ring.
+
+        ``0`` means "from this log's first event", whatever ``first_id`` is: every event since
+        the engine started, while the first is still in the ring."""
+        if last_id == 0:
+            last_id = self._first_id - 1
         if not self._events or last_id >= self.last_id:
             return []
         first = self._events[0].id

@@ -32,8 +32,10 @@ class Harness:
         outcomes: Mapping[str, Sequence[int]] | None = None,
         store: Any = None,
         fail_start: Sequence[str] = (),
+        first_event_id: int = 1,
     ) -> None:
         self.config = config
+        self.first_event_id = first_event_id
         self.clock = FakeClock(start)
         self.launcher = FakeLauncher(
             self.clock, durations=durations, outcomes=outcomes, fail_start=fail_start
@@ -50,6 +52,7 @@ class Harness:
             clock=self.clock,
             launcher=self.launcher,
             seed=1,
+            first_event_id=self.first_event_id,
         ) as engine:
             await engine.settle()
             yield engine
