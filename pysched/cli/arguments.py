@@ -2,6 +2,9 @@
 
 A bad value raises ``typer.BadParameter``, which typer turns into exit code 2 with the
 option's name, as for any other usage mistake.
+
+Dates are read by ``pysched.timing.run_dates.parse_iso_date``, as the API reads them, so the
+two accept exactly the same dates.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from pysched.timing.run_dates import parse_iso_date
+
 
 def parse_date(text: str, option: str) -> date:
     try:
-        return date.fromisoformat(text.strip())
+        return parse_iso_date(text.strip())
     except ValueError:
         raise typer.BadParameter(
             f"{text!r} is not a date — write it as YYYY-MM-DD, like 2026-10-19",

@@ -25,6 +25,7 @@ from pysched.config.yaml_tree import Place, YMap, YNode, YScalar, kind_of, read_
 from pysched.errors import CalendarError, ConfigError, Problem
 from pysched.gc_pause import collection_paused
 from pysched.timing.calendar import Calendar, parse_weekdays
+from pysched.timing.run_dates import parse_iso_date
 
 TOP_KEYS = ("scheduler", "calendars", "pools", "defaults", "jobs")
 SCHEDULER_KEYS = (
@@ -340,7 +341,7 @@ def _dates(
         value = target.value if isinstance(target, YScalar) else None
         if isinstance(value, str):
             with contextlib.suppress(ValueError):
-                value = date.fromisoformat(value.strip())
+                value = parse_iso_date(value.strip())
         if not isinstance(value, date):
             form = "a date like 2026-12-25" + (" or {date: ..., name: ...}" if named else "")
             reader.report(target.place, f"each of {what} must be {form}")

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from pysched.errors import CalendarError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
 
-__all__ = ["RunDateRule", "run_date_for"]
+__all__ = ["RunDateRule", "parse_iso_date", "run_date_for"]
 
 
 class RunDateRule(enum.Enum):
@@ -71,3 +71,18 @@ def run_date_for(local_date: date, rule: RunDateRule, calendar: Calendar | None 
             return cal.previous_business_day(local_date)
         case RunDateRule.NEXT_BUSINESS_DAY:
             return cal.next_business_day(local_date)
+
+
+def parse_iso_date(text: str) -> date:
+    """The date ``text`` writes as ``YYYY-MM-DD`` (ASCII digits, exactly 10 characters).
+
+    Raises ``ValueError`` for anything else. ``date.fromisoformat`` alone is not enough: since
+    Python 3.11 it also reads ``20261016`` and ``2026-W42-5``, which the documentation refuses
+    and which a typo can produce.
+    """
+    digits = text[:4] + text[5:7] + text[8:]
+    if not (
+        len(text) == 10 and text[4] == text[7] == "-" and digits.isascii() and digits.isdigit()
+    ):
+        raise ValueError(f"{text!r} is not written YYYY-MM-DD")
+    return date.fromisoformat(text)

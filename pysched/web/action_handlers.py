@@ -7,7 +7,8 @@ naming the state); these handlers only read and check the request.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -15,6 +16,7 @@ import trio
 
 from pysched.engine import Engine
 from pysched.engine.runs import Run
+from pysched.errors import ActionError
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.inputs import date_field, only_keys, text_field
@@ -69,6 +71,19 @@ def _known_job(call: Call) -> str:
     return name
 
 
+@contextmanager
+def _dates_refused_as(field: str) -> Generator[None]:
+    """The engine refuses the dates it will not make runs for (older than
+    ``scheduler.history_days``, a backfill over its limit) with an ``ActionError`` that names
+    no state; over HTTP that 422 names the body field that carried the date."""
+    try:
+        yield
+    except ActionError as exc:
+        if exc.state is not None:
+            raise
+        raise ApiError(422, str(exc), field=field) from None
+
+
 def run_action_handler(action: str) -> Callable[[Call], Awaitable[Reply]]:
     async def handle(call: Call) -> Reply:
         only_keys(call.body, ("why",))
@@ -88,7 +103,8 @@ async def trigger(call: Call) -> Reply:
     job = _known_job(call)
     run_date = date_field(call.body, "run_date")
     why = text_field(call.body, "why") or ""
-    run = await call.engine.trigger(job, run_date, by=call.who, why=why)
+    with _dates_refused_as("run_date"):
+        run = await call.engine.trigger(job, run_date, by=call.who, why=why)
     return 201, (await _views(call, [run]))[0]
 
 
@@ -115,5 +131,6 @@ async def backfill(call: Call) -> Reply:
     if end < start:
         raise ApiError(422, f"to ({end}) is before from ({start})", field="to")
     why = text_field(call.body, "why") or ""
-    runs = await call.engine.backfill(job, start, end, by=call.who, why=why)
+    with _dates_refused_as("from"):  # from <= to here, so from is the first too old
+        runs = await call.engine.backfill(job, start, end, by=call.who, why=why)
     return 201, {"runs": await _views(call, runs)}

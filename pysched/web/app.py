@@ -6,6 +6,13 @@ body, call the handler, and turn what it raises into the JSON error the contract
 (``ApiError`` as given; the engine's ``ActionError`` as 409 naming the state, or 422;
 ``UnknownRunError`` as 404; ``EngineStopped`` as 503). Anything else is a bug: it is logged and
 answered with a bare 500 that reveals nothing.
+
+Every answer, refusals included, waits until the request's body has been read (``_read_body``):
+a 401 is decided before the body is looked at, and when an HTTP/1.1 answer ends before its
+request's body has arrived, hypercorn neither reads the next request on that keep-alive
+connection nor manages to close it (the close is lost to the app's own cancellation): the
+connection hangs. A body that cannot be read (over ``MAX_CONTENT_LENGTH``, or slower than
+``BODY_TIMEOUT``) is answered with ``Connection: close``, so the client does not reuse it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 from quart import Response, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
 
 from pysched.errors import ActionError, EngineStopped, TokenFileError, UnknownRunError
 from pysched.web.api_errors import ApiError
@@ -34,6 +41,19 @@ def error_response(error: ApiError) -> Response:
     if error.status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="pysched"'
     return response
+
+
+async def _read_body() -> bool:
+    """Read what is left of the request's body; False when it cannot be read.
+
+    Quart buffers the body as it arrives whether or not a view asks for it, and stops at
+    ``MAX_CONTENT_LENGTH`` and after ``BODY_TIMEOUT``, so this costs no more than a view that
+    reads its body."""
+    try:
+        await request.get_data(cache=False, as_text=False)
+    except (RequestEntityTooLarge, RequestTimeout):
+        return False
+    return True
 
 
 def create_app(context: WebContext) -> QuartTrio:
@@ -110,5 +130,12 @@ def create_app(context: WebContext) -> QuartTrio:
             413: "the body is too large",
         }.get(status, exc.description or exc.name)
         return error_response(ApiError(status, message))
+
+    @app.after_request
+    async def finish_request(response: Response) -> Response:  # pyright: ignore[reportUnusedFunction]
+        if not await _read_body() and request.http_version in ("1.0", "1.1"):
+            # HTTP/2 forbids the header, and an unread body there holds up only its stream
+            response.headers["Connection"] = "close"
+        return response
 
     return app

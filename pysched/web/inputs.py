@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from pysched.timing.run_dates import parse_iso_date
 from pysched.web.api_errors import ApiError
 
 MAX_BODY = 64 * 1024
@@ -62,7 +63,7 @@ near year 1 or 9999 would overflow."""
 
 def date_value(text: str, field: str, *, status: int = 400) -> date:
     try:
-        value = date.fromisoformat(text.strip())
+        value = parse_iso_date(text.strip())
     except ValueError:
         raise ApiError(
             status,
@@ -86,9 +87,21 @@ def date_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> 
     return date_value(text, key, status=422) if text is not None else None
 
 
-def int_query(args: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+def text_query(args: Mapping[str, str], key: str) -> str | None:
+    """A query value, or None when the query does not give it. A value given empty
+    (``?state=``) is refused rather than read as absent: it is usually a typo or a script's
+    unset variable, and answering as if no filter were asked would hide it."""
     text = args.get(key)
-    if text is None or text == "":
+    if text == "":
+        raise ApiError(400, f"{key} is empty: give a value, or leave {key} out", field=key)
+    return text
+
+
+def int_query(args: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    """A whole number from the query, ``default`` when it is absent; an empty value is a 400
+    (it is not a number)."""
+    text = args.get(key)
+    if text is None:
         return default
     value = whole_number(text, key)
     if not low <= value <= high:

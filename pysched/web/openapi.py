@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pysched.web.api_errors import CODES
-from pysched.web.routes import ROUTES, Param
+from pysched.web.routes import ROUTES, Param, Route
 
 _STR = {"type": "string"}
 _NSTR = {"type": ["string", "null"]}
@@ -211,8 +211,9 @@ def openapi_document() -> dict[str, Any]:
             for name in _path_names(route.path)
         ]
         parameters += [
-            {"name": p.name, "in": "query", "description": p.description, "schema": _schema(p)}
-            for p in route.query
+            {"name": p.name, "in": place, "description": p.description, "schema": _schema(p)}
+            for place, params in (("query", route.query), ("header", route.headers))
+            for p in params
         ]
         operation: dict[str, Any] = {
             "summary": route.summary,
@@ -229,9 +230,7 @@ def openapi_document() -> dict[str, Any]:
             operation["x-pysched-role"] = route.role.value
             for status in (401, 403, 503):
                 operation["responses"][str(status)] = _error(status)
-        if route.method in ("POST", "DELETE"):
-            operation["responses"]["413"] = _error(413)
-        for status in route.errors:
+        for status in sorted({*route.errors, *_input_errors(route)}):
             operation["responses"][str(status)] = _error(status)
         if route.body:
             properties = {p.name: {**_schema(p), "description": p.description} for p in route.body}
@@ -265,6 +264,23 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+def _input_errors(route: Route) -> set[int]:
+    """What reading the request can refuse, whatever the handler: a body that is not a JSON
+    object (400) or too large (413), a body field that is wrong (422); a query or header value
+    that cannot be read (400), or a date outside the years the API accepts (422)."""
+    statuses: set[int] = set()
+    if route.method in ("POST", "PUT", "DELETE"):
+        statuses |= {400, 413}
+    if route.body:
+        statuses.add(422)
+    params = (*route.query, *route.headers)
+    if params:
+        statuses.add(400)
+    if any(p.schema == "date" for p in (*params, *route.body)):
+        statuses.add(422)
+    return statuses
 
 
 def _error(status: int) -> dict[str, Any]:

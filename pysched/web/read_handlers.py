@@ -21,7 +21,7 @@ from pysched.engine.runs import Run, RunState
 from pysched.launch.log_files import Stream, attempt_output
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
-from pysched.web.inputs import date_value, int_query, whole_number
+from pysched.web.inputs import date_value, int_query, text_query, whole_number
 from pysched.web.views import action_view, event_view, job_view
 
 Reply = tuple[int, Any]
@@ -91,7 +91,7 @@ async def one_job(call: Call) -> Reply:
 
 
 def _state_query(text: str | None) -> RunState | None:
-    if not text:
+    if text is None:
         return None
     try:
         return RunState(text)
@@ -102,10 +102,11 @@ def _state_query(text: str | None) -> RunState | None:
 async def list_runs(call: Call) -> Reply:
     engine = call.engine
     query = call.query
-    day = date_value(query["date"], "date") if query.get("date") else None
-    state = _state_query(query.get("state"))
+    day_text = text_query(query, "date")
+    day = date_value(day_text, "date") if day_text is not None else None
+    state = _state_query(text_query(query, "state"))
     limit = int_query(query, "limit", RUNS_LIMIT, 1, RUNS_LIMIT_MAX)
-    job = query.get("job") or None
+    job = text_query(query, "job")
     runs = engine.book.runs(job=job, run_date=day, state=state)
     count = len(runs)
     now = engine.clock.now()

@@ -40,6 +40,8 @@ class Route:
     summary: str
     handler: Handler
     query: tuple[Param, ...] = ()
+    headers: tuple[Param, ...] = ()
+    """Request headers the handler reads (beyond ``Authorization``)."""
     body: tuple[Param, ...] = ()
     required: tuple[str, ...] = ()
     """Body fields that must be present."""
@@ -47,6 +49,9 @@ class Route:
     result: str = "object"
     """The name of the response's schema in the OpenAPI components, or a content kind."""
     errors: tuple[int, ...] = ()
+    """The handler's own refusals. The OpenAPI document adds those every route of a kind can
+    give: 401/403/503 with a role, 400/413 with a body (and 422 with body fields), 400 for a
+    query value that cannot be read and 422 for a date outside the years the API accepts."""
     tag: str = "runs"
 
     @property
@@ -123,6 +128,9 @@ ROUTES: tuple[Route, ...] = (
           summary="Server-sent events: every committed change, numbered.",
           query=(Param(name="last_event_id", description="Resume after this id.",
                        schema="integer"),),
+          headers=(Param(name="Last-Event-ID", description="Resume after this id (what an "
+                         "EventSource sends when it reconnects); wins over last_event_id.",
+                         schema="integer"),),
           result="event-stream", errors=(400,), tag="events"),
     Route(method="POST", path="/api/v1/reload", role=Role.ADMIN, handler=admin.reload,
           summary="Re-read the config file; apply it whole or not at all.", result="Reload",

@@ -23,7 +23,7 @@ def england() -> Calendar:
 
 
 def test_public_names() -> None:
-    assert set(run_dates_module.__all__) == {"RunDateRule", "run_date_for"}
+    assert set(run_dates_module.__all__) == {"RunDateRule", "parse_iso_date", "run_date_for"}
 
 
 def test_rule_spellings_are_the_config_values() -> None:

@@ -177,7 +177,31 @@ BAD_REQUESTS = [
     ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "16-10-2026"}, 422, "run_date"),
     ("POST", "/api/v1/jobs/extract/trigger", {"run_date": 20261016}, 422, "run_date"),
     ("POST", "/api/v1/jobs/extract/trigger", {"rundate": D}, 422, "rundate"),
-    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "1990-01-01"}, 422, None),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "1990-01-01"}, 422, "run_date"),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": "1990-01-01", "to": D}, 422, "from"),
+    (
+        "POST",
+        "/api/v1/jobs/extract/backfill",
+        {"from": "1990-01-01", "to": "1990-01-05"},
+        422,
+        "from",
+    ),
+    ("GET", "/api/v1/runs?date=", None, 400, "date"),
+    ("GET", "/api/v1/runs?state=", None, 400, "state"),
+    ("GET", "/api/v1/runs?job=", None, 400, "job"),
+    ("GET", "/api/v1/runs?limit=", None, 400, "limit"),
+    ("GET", "/api/v1/runs?date=2026-10-16&state=", None, 400, "state"),
+    *(
+        ("GET", f"/api/v1/{where}?date={text}", None, 400, "date")
+        for where in ("runs", "forecast")
+        for text in ("20261016", "2026-W42-5", "2026-289", "%202026-10-16T00")
+    ),
+    ("GET", "/api/v1/forecast?from=20261016&to=2026-10-17", None, 400, "from"),
+    ("GET", "/api/v1/forecast?from=2026-10-16&to=2026-W42-6", None, 400, "to"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "20261016"}, 422, "run_date"),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "2026-W42-5"}, 422, "run_date"),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": "20261012", "to": D}, 422, "from"),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": D, "to": "2026-W42-5"}, 422, "to"),
     ("POST", "/api/v1/jobs/nope/trigger", {}, 404, None),
     ("POST", "/api/v1/jobs/nope/hold", {}, 404, None),
     ("POST", "/api/v1/jobs/extract/release", {}, 409, None),

@@ -246,3 +246,89 @@ async def test_a_port_in_use_is_a_clear_exit_1(tmp_path: Path) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in result.reason
     assert "change scheduler.listen or --listen" in result.reason
     assert not (Path(os.environ["XDG_STATE_HOME"]) / "pysched" / "current.json").exists()
+
+
+async def _answer(stream: trio.SocketStream, buffer: bytearray) -> bytes:
+    """The status line of the next answer on ``stream`` (its body read and dropped)."""
+    while b"\r\n\r\n" not in buffer:
+        data = await stream.receive_some(4096)
+        assert data, "the server closed the connection"
+        buffer += data
+    head, _, _ = bytes(buffer).partition(b"\r\n\r\n")
+    del buffer[: len(head) + 4]
+    lines = head.split(b"\r\n")
+    length = next(int(line[15:]) for line in lines if line.lower().startswith(b"content-length:"))
+    while len(buffer) < length:
+        data = await stream.receive_some(4096)
+        assert data, "the server closed the connection"
+        buffer += data
+    del buffer[:length]
+    return lines[0]
+
+
+REFUSED = [
+    pytest.param("POST", "/api/v1/jobs/hello/hold", "bad", id="401_bad_token"),
+    pytest.param("POST", "/api/v1/tokens", "viewer", id="403_wrong_role"),
+    pytest.param("POST", "/api/v1/nope", "admin", id="404_no_endpoint"),
+    pytest.param("PUT", "/api/v1/jobs", "admin", id="405_wrong_method"),
+    pytest.param("POST", "/api/v1/jobs/hello/hold", "admin", id="422_read_body"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "who"), REFUSED)
+async def test_a_refused_request_with_a_body_leaves_the_connection_usable(
+    tmp_path: Path, method: str, path: str, who: str
+) -> None:
+    async with live(tmp_path) as (serving, client, nursery):
+        if who == "viewer":
+            made = await client.post("/api/v1/tokens", json={"name": "v", "role": "viewer"})
+            who = made.json()["token"]
+        elif who == "admin":
+            who = client.headers["Authorization"].removeprefix("Bearer ")
+        host, port = serving.urls[0].removeprefix("http://").rsplit(":", 1)
+        body = b'{"name": "x"}'
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {who}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        for split in (False, True):
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                buffer = bytearray()
+                with trio.fail_after(5):
+                    if split:  # the body in a packet of its own, after the answer was made
+                        await stream.send_all(head)
+                        await trio.sleep(0.05)
+                        await stream.send_all(body)
+                    else:
+                        await stream.send_all(head + body)
+                    first = await _answer(stream, buffer)
+                    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    second = await _answer(stream, buffer)
+            assert first.split()[1] != b"200", first
+            assert second == b"HTTP/1.1 200 ", (split, first, second)
+
+        # one shared client, as a program would keep it
+        async with httpx.AsyncClient(base_url=serving.urls[0], timeout=5) as shared:
+            for _ in range(5):
+                refused = await shared.request(
+                    method, path, headers={"Authorization": f"Bearer {who}"}, json={"name": "x"}
+                )
+                assert refused.status_code >= 400
+                assert (await shared.get("/healthz")).status_code == 200
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_body_too_large_to_read_is_answered_with_connection_close(tmp_path: Path) -> None:
+    async with live(tmp_path) as (_serving, client, nursery):
+        with trio.fail_after(10):
+            for token in ("bad", client.headers["Authorization"].removeprefix("Bearer ")):
+                refused = await client.post(
+                    "/api/v1/jobs/hello/hold",
+                    content=b"x" * (2 * 1024 * 1024),
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                assert refused.status_code in (401, 413)
+                assert refused.headers["Connection"] == "close"
+                assert (await client.get("/healthz")).status_code == 200
+        nursery.cancel_scope.cancel()

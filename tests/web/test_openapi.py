@@ -53,3 +53,59 @@ async def test_every_reference_resolves_and_path_parameters_are_declared(tmp_pat
                 assert operation["responses"], path
                 if operation.get("security") != []:
                     assert {"401", "403"} <= set(operation["responses"]), path
+
+
+# values that the input readers refuse, each in its own way
+QUERY_PROBES = ("", "nope", "-1", "0001-01-01", "20261016", "9" * 40)
+BODY_PROBES = (b"nope", b"[]", b'{"unknown": 1}', b"x" * (65 * 1024))
+DATE_PROBES = ("nope", "20261016", "0001-01-01", "1990-01-01")
+
+
+async def test_every_status_a_bad_input_gets_is_documented(tmp_path: Path) -> None:
+    """Drift between the document and the input readers: each route is sent a bad body, bad
+    body dates and bad query values, and whatever status comes back must be listed."""
+    async with open_api(tmp_path) as api:
+        _, document = await api.get("/api/v1/openapi.json", role=None)
+        client = api.app.test_client()
+        headers = api.headers("admin")
+        seen: set[tuple[str, str, int]] = set()
+        for path, operations in document["paths"].items():
+            url = re.sub(r"{\w+}", "1", path.replace("{job}", "extract"))
+            for method, operation in operations.items():
+                listed = {int(status) for status in operation["responses"]}
+                parameters = operation["parameters"]
+                requests: list[tuple[str, dict]] = []
+                if method in ("post", "put", "delete"):
+                    requests += [(url, {"data": probe}) for probe in BODY_PROBES]
+                body = operation.get("requestBody", {}).get("content", {})
+                fields = body.get("application/json", {}).get("schema", {}).get("properties", {})
+                for name, schema in fields.items():
+                    if schema.get("format") == "date":
+                        requests += [(url, {"json": {name: probe}}) for probe in DATE_PROBES]
+                streams = operation["responses"].get("200", {}).get("content", {})
+                if "text/event-stream" not in streams:  # a good value there never ends
+                    for parameter in parameters:
+                        if parameter["in"] == "query":
+                            requests += [
+                                (url, {"query_string": {parameter["name"]: probe}})
+                                for probe in QUERY_PROBES
+                            ]
+                for target, kw in requests:
+                    response = await client.open(
+                        target, method=method.upper(), headers=headers, **kw
+                    )
+                    status = response.status_code
+                    assert status in listed, (method, path, kw, status, sorted(listed))
+                    seen.add((method, path, status))
+        # the probes reach the refusals the defects were about
+        assert ("post", "/api/v1/jobs/{job}/hold", 400) in seen
+        assert ("get", "/api/v1/runs", 422) in seen
+        assert ("post", "/api/v1/jobs/{job}/trigger", 422) in seen
+
+
+async def test_the_event_stream_declares_last_event_id(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        _, document = await api.get("/api/v1/openapi.json", role=None)
+        parameters = document["paths"]["/api/v1/events"]["get"]["parameters"]
+        headers = {p["name"]: p for p in parameters if p["in"] == "header"}
+        assert headers["Last-Event-ID"]["schema"] == {"type": "integer"}
