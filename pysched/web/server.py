@@ -34,6 +34,10 @@ def hypercorn_config(listen: Listen, tls: Tls | None) -> HypercornConfig:
     if tls is not None:
         config.certfile = str(tls.cert)
         config.keyfile = str(tls.key)
+        # HTTP/1.1 only: hypercorn's HTTP/2 path resets the whole connection (a KeyError inside
+        # it) when a body goes over the app's limit, and everything here is built and tested
+        # on HTTP/1.1 (keep-alive, event streams, the CLI's httpx client)
+        config.alpn_protocols = ["http/1.1"]
     return config
 
 

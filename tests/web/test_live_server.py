@@ -332,3 +332,12 @@ async def test_a_body_too_large_to_read_is_answered_with_connection_close(tmp_pa
                 assert refused.headers["Connection"] == "close"
                 assert (await client.get("/healthz")).status_code == 200
         nursery.cancel_scope.cancel()
+
+
+def test_tls_offers_http_1_1_only(tmp_path: Path) -> None:
+    """hypercorn's HTTP/2 resets a connection on an over-long body: TLS offers HTTP/1.1."""
+    from pysched.config.model import Listen, Tls
+    from pysched.web.server import hypercorn_config
+
+    tls = Tls(cert=tmp_path / "cert.pem", key=tmp_path / "key.pem")
+    assert hypercorn_config(Listen.parse("127.0.0.1:0"), tls).alpn_protocols == ["http/1.1"]
