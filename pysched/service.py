@@ -6,11 +6,11 @@ What it does, in order: open the journal (taking the state dir's lock), load the
 bind the listen address and serve the API, then say where it listens and how the CLI finds a
 token. Signals:
 
-- SIGTERM / SIGINT: a graceful stop. Event streams end first (the app's ``stopping`` event is
-  set *before* hypercorn's shutdown trigger, else an open stream would hold the shutdown for
-  the whole grace period), requests in flight finish, then firing and starting stop; running
-  attempts stay with their minders (the next start adopts them) and the journal finishes its
-  last commit. Exit 0.
+- SIGTERM / SIGINT: a graceful stop. Firing and starting stop first (``stop_starting``), then
+  event streams end (the app's ``stopping`` event is set *before* hypercorn's shutdown trigger,
+  else an open stream would hold the shutdown for the whole grace period), requests in flight
+  finish, and the engine stops; running attempts stay with their minders (the next start
+  adopts them) and the journal finishes its last commit. Exit 0.
 - SIGHUP: reload the config (``pysched.reload``): all of it or none of it.
 
 If the journal fails, the engine fail-stops and ``serve`` exits 1 with the cause; so it does

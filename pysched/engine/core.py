@@ -190,7 +190,8 @@ class EngineCore:
 
     def stop_starting(self) -> None:
         """Fire nothing more and start no more attempts: the first step of a graceful stop,
-        taken before anything that may take a while (requests in flight finishing).
+        taken before anything that may take a while (requests in flight finishing). Attempts
+        a pass in progress has already journaled as starting are still launched.
 
         Runs that become ready meanwhile stay ``queued``, and firings due meanwhile are not
         made: the next start starts the one and catches up the other. Attempts already
@@ -633,7 +634,8 @@ class EngineCore:
         self._unwatch(run, job)
         active = self._active_run(job.name, run.run_id)
         if active is not None and job.overlap is Overlap.SKIP and not run.forced:
-            self._move(run, RunState.SKIPPED, f"overlap: {active.run_id} is still running")
+            going = "running" if active.state is RunState.RUNNING else "retrying"
+            self._move(run, RunState.SKIPPED, f"overlap: {active.run_id} is still {going}")
             return
         reason = ""
         if job.overlap is Overlap.QUEUE and not run.forced:
@@ -671,6 +673,10 @@ class EngineCore:
         if job.overlap is Overlap.ALLOW or run.forced:
             return True
         active = self._active_run(job.name, run.run_id)
+        if active is not None and _going(run, run.state) and active.state is not RunState.RUNNING:
+            # a retry that came due waits only for an attempt under way: two going runs that
+            # both wait for the other would wait forever (the slots' order picks between them)
+            active = None
         if active is not None:
             self._waiting_for(run, active.run_id)
         return active is None
@@ -681,23 +687,25 @@ class EngineCore:
         if run.reason != reason and run.attempts_in_series == 0:  # a due retry says "retry due"
             self._touch(run)
             run.reason = reason
+            self._effect_publish("run_changed", run, before=run.state.value)
 
     async def _dispatch(self) -> None:
         if self.error is not None or self._starting_stopped:
             return
         # runs chosen together are not yet going while the slots choose: at most one of a job
-        # whose overlap is not ``allow`` (unless forced) may be among them
-        chosen: dict[str, str] = {}  # job -> the run chosen
+        # whose overlap is not ``allow`` may be among them, besides forced ones (which ignore
+        # overlap themselves, but are going for the others once chosen)
+        chosen: dict[str, str] = {}  # job -> the first run chosen
 
         def may_start(run_id: str) -> bool:
             if not self._may_start(run_id):
                 return False
             run = self.book.get(run_id)
             job = self.config.jobs[run.job]
-            if job.overlap is Overlap.ALLOW or run.forced:
+            if job.overlap is Overlap.ALLOW:
                 return True
             first = chosen.setdefault(run.job, run_id)
-            if first == run_id:
+            if first == run_id or run.forced:
                 return True
             self._waiting_for(run, first)
             return False

@@ -90,8 +90,12 @@ class Slots:
             self._queued.discard(run_id)
             self.acquire(best_pool or None)
             chosen.append((run_id, best_pool or None))
+        touched: set[str] = set()
         for pool, entry in held_back:
-            heapq.heappush(self._heaps[pool], entry)
+            self._heaps[pool].append(entry)
+            touched.add(pool)
+        for pool in touched:  # one heapify, not a push for each run held back
+            heapq.heapify(self._heaps[pool])
         return chosen
 
     # -- counting --------------------------------------------------------------------------

@@ -347,12 +347,13 @@ def run(job: "dict[str, Any]") -> int:
         with open(out, "ab") as out_f, open(err, "ab") as err_f:
             child = _start(argv, env, cwd, out_f.fileno(), err_f.fileno())
     except OSError as exc:
-        # Name the program (or folder), never the environment, and never a secret in them.
-        what = exc.filename if exc.filename is not None else argv[0] if argv else ""
-        error = f"cannot start {argv[0] if argv else ''!r}: {exc.strerror or exc} ({what})"
-        for text, shown in job.get("redact") or ():
-            if text:
-                error = error.replace(str(text), str(shown))
+        # Name the program (or folder), never the environment, and never a secret in them:
+        # the shown forms go in before formatting (``!r`` would escape a raw one past a replace)
+        shown = {str(text): str(form) for text, form in job.get("redact") or ()}
+        program = argv[0] if argv else ""
+        what = exc.filename if exc.filename is not None else program
+        program, what = shown.get(program, program), shown.get(str(what), str(what))
+        error = f"cannot start {program!r}: {exc.strerror or exc} ({what})"
         write_atomically(
             note,
             {

@@ -217,3 +217,61 @@ async def test_catch_up_all_runs_every_missed_firing_in_order(
         missed = [f"q.2026-10-19.{n}" for n in range(1, 5)]  # 01:00 to 04:00
         assert [span[0] for span in spans(engine, "q")][:4] == missed
         assert all(engine.book.get(run_id).state is RunState.SUCCEEDED for run_id in missed)
+
+
+async def test_two_retries_due_together_do_not_wait_for_each_other(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Both queued for a retry, both going: each would wait for the other for ever; the
+    slots' order picks one, and the other waits for that one only."""
+    h = Harness(
+        config_from(
+            """
+            jobs:
+              p:
+                schedule: "0 3 1 1 *"
+                command: x
+                retries: {count: 2, backoff: {initial: 10m}}
+            """
+        ),
+        durations={"p": timedelta(minutes=2)},
+        outcomes={"p.2026-10-19.1": [1, 0], "p.2026-10-19.2": [1, 0]},
+    )
+    async with h.engine() as engine:
+        first = await engine.trigger("p")
+        await h.advance(engine, minutes=3)  # p.1 failed at 00:02, retrying until 00:12
+        await engine.hold(first.run_id)
+        await engine.trigger("p")  # p.2 starts (nothing going) and fails at 00:05
+        await h.advance(engine, minutes=3)
+        await engine.release(first.run_id)  # its retry is due: queued, waiting for p.2
+        await h.advance(engine, hours=2)
+        assert set(states(engine, job="p").values()) == {"succeeded"}
+        assert max_concurrent(engine, {"p"}) == 1
+
+
+async def test_a_forced_run_chosen_first_is_going_for_the_others(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two slots free at once: the forced run and a newer one of its job are chosen in one
+    dispatch; the forced one ignores overlap, the newer one still waits for it."""
+    h = Harness(
+        config_from(
+            """
+            scheduler: {max_running: 2}
+            jobs:
+              blk: {schedule: "0 3 1 1 *", command: x, overlap: allow}
+              p: {schedule: "0 3 1 1 *", command: x}
+            """
+        ),
+        durations={"p": timedelta(minutes=10), "blk": timedelta(minutes=5)},
+    )
+    async with h.engine() as engine:
+        await engine.trigger("blk")
+        await engine.trigger("blk")  # both slots taken until 00:05
+        forced = await engine.trigger("p")
+        await engine.hold(forced.run_id)
+        await engine.force(forced.run_id)
+        newer = await engine.trigger("p")
+        await h.advance(engine, minutes=30)
+        assert max_concurrent(engine, {"p"}) == 1
+        assert [span[0] for span in spans(engine, "p")] == [forced.run_id, newer.run_id]
