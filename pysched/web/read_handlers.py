@@ -177,7 +177,7 @@ async def attempt_log(call: Call) -> Reply:
     if attempt is None:
         made = len(run.attempts)
         raise ApiError(404, f"run {run.run_id} has no attempt {number} ({made} made so far)")
-    stream_text = call.query.get("stream") or "stdout"
+    stream_text = text_query(call.query, "stream") or "stdout"
     if stream_text not in ("stdout", "stderr"):
         raise ApiError(400, f"stream must be stdout or stderr, not {stream_text!r}", field="stream")
     stream: Stream = "stdout" if stream_text == "stdout" else "stderr"
@@ -210,17 +210,16 @@ async def forecast_window(call: Call) -> Reply:
     engine = call.engine
     query = call.query
     config = engine.config
-    if query.get("date"):
-        if query.get("from") or query.get("to"):
+    day, start, end = (text_query(query, key) for key in ("date", "from", "to"))
+    if day is not None:
+        if start is not None or end is not None:
             raise ApiError(400, "give date, or from and to, not both", field="date")
-        first = last = date_value(query["date"], "date")
-    elif query.get("from") or query.get("to"):
-        if not (query.get("from") and query.get("to")):
-            raise ApiError(
-                400, "give both from and to", field="to" if query.get("from") else "from"
-            )
-        first = date_value(query["from"], "from")
-        last = date_value(query["to"], "to")
+        first = last = date_value(day, "date")
+    elif start is not None or end is not None:
+        if start is None or end is None:
+            raise ApiError(400, "give both from and to", field="from" if start is None else "to")
+        first = date_value(start, "from")
+        last = date_value(end, "to")
         if last < first:
             raise ApiError(422, f"to ({last}) is before from ({first})", field="to")
         if (last - first).days >= FORECAST_DAYS_MAX:
