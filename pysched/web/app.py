@@ -133,7 +133,11 @@ def create_app(context: WebContext) -> QuartTrio:
 
     @app.after_request
     async def finish_request(response: Response) -> Response:  # pyright: ignore[reportUnusedFunction]
-        if not await _read_body() and request.http_version in ("1.0", "1.1"):
+        http1 = request.http_version in ("1.0", "1.1")
+        headers = request.headers
+        if http1 and "Content-Length" not in headers and "Transfer-Encoding" not in headers:
+            return response  # an HTTP/1 request without these has no body (most GETs)
+        if not await _read_body() and http1:
             # HTTP/2 forbids the header, and an unread body there holds up only its stream
             response.headers["Connection"] = "close"
         return response
