@@ -623,11 +623,15 @@ class EngineCore:
                     del self._watching[key]
 
     def _active_run(self, job: str, other_than: str) -> Run | None:
-        """A run of ``job`` that is going (``_going``), for overlap."""
+        """A run of ``job`` that is going (``_going``), for overlap: one that is running if
+        there is one (a due retry waits only for that; reasons name it), else any."""
+        found: Run | None = None
         for run_id in self._active.get(job, ()):
-            if run_id != other_than:
-                return self.book.find(run_id)
-        return None
+            if run_id != other_than and (run := self.book.find(run_id)) is not None:
+                if run.state is RunState.RUNNING:
+                    return run
+                found = found or run
+        return found
 
     def _ready(self, run: Run, job: Job) -> None:
         """Dependencies are met: apply the overlap policy and queue for a slot."""
@@ -687,7 +691,7 @@ class EngineCore:
         if run.reason != reason and run.attempts_in_series == 0:  # a due retry says "retry due"
             self._touch(run)
             run.reason = reason
-            self._effect_publish("run_changed", run, before=run.state.value)
+            self._effect_publish("run_changed", run)  # no ``before``: only the reason changed
 
     async def _dispatch(self) -> None:
         if self.error is not None or self._starting_stopped:

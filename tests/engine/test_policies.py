@@ -275,3 +275,42 @@ async def test_a_forced_run_chosen_first_is_going_for_the_others(
         await h.advance(engine, minutes=30)
         assert max_concurrent(engine, {"p"}) == 1
         assert [span[0] for span in spans(engine, "p")] == [forced.run_id, newer.run_id]
+
+
+async def test_a_due_retry_waits_for_the_running_run_even_with_another_in_backoff(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(
+        config_from(
+            """
+            jobs:
+              p:
+                schedule: "0 3 1 1 *"
+                command: x
+                retries: {count: 2, backoff: {initial: 10m}}
+            """
+        ),
+        durations={"p": timedelta(minutes=2)},
+        outcomes={
+            "p.2026-10-19.1": [1, 0],
+            "p.2026-10-19.2": [1, 0],
+            "p.2026-10-19.3": [1, 0],
+        },
+    )
+    # p.1 runs again while p.3 waits out its backoff; releasing p.2 (its retry due) must see
+    # p.1 running, whichever of the two the job's set of going runs offers first
+    async with h.engine() as engine:
+        p1 = await engine.trigger("p")  # 00:00-00:02 fails, retrying until 00:12
+        await h.advance(engine, minutes=3)
+        await engine.hold(p1.run_id)  # held: not going
+        p2 = await engine.trigger("p")  # 00:03-00:05 fails, retrying until 00:15
+        await h.advance(engine, minutes=3)
+        await engine.hold(p2.run_id)
+        await engine.trigger("p")  # p.3 00:06-00:08 fails, retrying until 00:18
+        await h.advance(engine, minutes=3)  # 00:09
+        await engine.release(p1.run_id)  # due retry; p.3 only in backoff: p.1 starts
+        await h.advance(engine, seconds=30)
+        assert engine.book.get(p1.run_id).state.value == "running"
+        await engine.release(p2.run_id)  # due retry; p.1 RUNNING, p.3 retrying
+        await h.advance(engine, hours=2)
+        assert max_concurrent(engine, {"p"}) == 1
