@@ -259,8 +259,9 @@ class EngineCore:
         self._record_config_version(by="startup")
         for run in self.book:
             state = run.state
-            if state is RunState.RUNNING:
+            if _going(run):  # what _move keeps up from here on
                 self._active.setdefault(run.job, set()).add(run.run_id)
+            if state is RunState.RUNNING:
                 self._recover_attempt(run)  # even for a job no longer in the config
             elif state.finished:
                 continue
@@ -269,11 +270,8 @@ class EngineCore:
             elif state in _EVALUABLE:
                 self._post(Call(handler=lambda run=run: self._evaluate(run)))
             elif state is RunState.QUEUED:
-                if _going(run, state):  # a retry that came due
-                    self._active.setdefault(run.job, set()).add(run.run_id)
                 self._enqueue(run)
             elif state is RunState.RETRYING:
-                self._active.setdefault(run.job, set()).add(run.run_id)
                 self._arm_retry(run)
         for name, job in self.config.jobs.items():
             if job.schedule is None:
@@ -529,9 +527,10 @@ class EngineCore:
         before = run.state
         run.move(to, reason)
         was_going = run.run_id in self._active.get(run.job, ())
-        if _going(run, to) and not was_going:
+        going = _going(run)
+        if going and not was_going:
             self._active.setdefault(run.job, set()).add(run.run_id)
-        elif was_going and not _going(run, to):
+        elif was_going and not going:
             active = self._active[run.job]
             active.discard(run.run_id)
             if not active:
@@ -667,23 +666,34 @@ class EngineCore:
         self._slots.enqueue(run, job.priority, job.pool)
         self._dispatch_wanted = True
 
-    def _may_start(self, run_id: str) -> bool:
+    def _may_start(self, run_id: str, chosen: dict[str, str]) -> bool:
+        """Whether the slots may start this queued run now, as far as overlap goes.
+
+        ``chosen`` maps each job to the first run the current dispatch let through: runs
+        chosen together are not going yet while the slots choose, so at most one run of a job
+        whose overlap is not ``allow`` may be among them, besides forced ones (which ignore
+        overlap themselves, but are going for the others once chosen)."""
         run = self.book.find(run_id)
         if run is None or run.state not in (RunState.QUEUED, RunState.RETRYING):
             return False
         job = self.config.jobs.get(run.job)
         if job is None:
             return False
-        if job.overlap is Overlap.ALLOW or run.forced:
+        if job.overlap is Overlap.ALLOW:
+            return True
+        if run.forced:
+            chosen.setdefault(run.job, run_id)
             return True
         active = self._active_run(job.name, run.run_id)
-        if active is not None and _going(run, run.state) and active.state is not RunState.RUNNING:
+        if active is not None and _going(run) and active.state is not RunState.RUNNING:
             # a retry that came due waits only for an attempt under way: two going runs that
             # both wait for the other would wait forever (the slots' order picks between them)
             active = None
-        if active is not None:
-            self._waiting_for(run, active.run_id)
-        return active is None
+        blocker = active.run_id if active is not None else chosen.setdefault(run.job, run_id)
+        if blocker == run_id:
+            return True
+        self._waiting_for(run, blocker)
+        return False
 
     def _waiting_for(self, run: Run, other: str) -> None:
         """Say why a queued run is held back by overlap (journaled with the pass)."""
@@ -696,25 +706,8 @@ class EngineCore:
     async def _dispatch(self) -> None:
         if self.error is not None or self._starting_stopped:
             return
-        # runs chosen together are not yet going while the slots choose: at most one of a job
-        # whose overlap is not ``allow`` may be among them, besides forced ones (which ignore
-        # overlap themselves, but are going for the others once chosen)
-        chosen: dict[str, str] = {}  # job -> the first run chosen
-
-        def may_start(run_id: str) -> bool:
-            if not self._may_start(run_id):
-                return False
-            run = self.book.get(run_id)
-            job = self.config.jobs[run.job]
-            if job.overlap is Overlap.ALLOW:
-                return True
-            first = chosen.setdefault(run.job, run_id)
-            if first == run_id or run.forced:
-                return True
-            self._waiting_for(run, first)
-            return False
-
-        started = self._slots.take(START_BATCH, may_start)
+        chosen: dict[str, str] = {}
+        started = self._slots.take(START_BATCH, lambda run_id: self._may_start(run_id, chosen))
         for index, (run_id, pool) in enumerate(started, 1):
             self._start_attempt(self.book.get(run_id), pool)
             if index % WORK_SLICE == 0 and index < len(started):
@@ -1212,10 +1205,11 @@ _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)
 _ACTIVE = (RunState.RUNNING, RunState.RETRYING)
 
 
-def _going(run: Run, state: RunState) -> bool:
-    """Whether a run in ``state`` is its job's run "going", for overlap: an attempt running, a
-    backoff being waited out, or a retry that came due and waits for its slot (it goes before
-    any newer run of the job)."""
+def _going(run: Run) -> bool:
+    """Whether a run is its job's run "going", for overlap: an attempt running, a backoff
+    being waited out, or a retry that came due and waits for its slot (it goes before any newer
+    run of the job)."""
+    state = run.state
     return state in _ACTIVE or (state is RunState.QUEUED and run.attempts_in_series > 0)
 
 
