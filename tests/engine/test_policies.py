@@ -170,22 +170,27 @@ async def test_runs_ready_together_take_turns(
         ]
 
 
+def retrying_job(schedule: str, failing_once: int) -> Harness:
+    """Job ``p`` (two-minute attempts, two retries 10 minutes apart) whose runs 1 to
+    ``failing_once`` fail their first attempt."""
+    config = f"""
+    jobs:
+      p:
+        schedule: "{schedule}"
+        command: x
+        retries: {{count: 2, backoff: {{initial: 10m}}}}
+    """
+    return Harness(
+        config_from(config),
+        durations={"p": timedelta(minutes=2)},
+        outcomes={f"p.2026-10-19.{n}": [1, 0] for n in range(1, failing_once + 1)},
+    )
+
+
 async def test_a_retry_that_comes_due_goes_before_a_newer_run(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    h = Harness(
-        config_from(
-            """
-            jobs:
-              p:
-                schedule: "0,5 1 * * *"
-                command: x
-                retries: {count: 2, backoff: {initial: 10m}}
-            """
-        ),
-        durations={"p": timedelta(minutes=2)},
-        outcomes={"p.2026-10-19.1": [1, 0]},
-    )
+    h = retrying_job("0,5 1 * * *", failing_once=1)
     async with h.engine() as engine:
         await h.advance(engine, hours=1, minutes=30)
         # run 1 fails at 01:02 and retries at 01:12; run 2 (01:05) waits for it all along
@@ -224,19 +229,7 @@ async def test_two_retries_due_together_do_not_wait_for_each_other(
 ) -> None:
     """Both queued for a retry, both going: each would wait for the other for ever; the
     slots' order picks one, and the other waits for that one only."""
-    h = Harness(
-        config_from(
-            """
-            jobs:
-              p:
-                schedule: "0 3 1 1 *"
-                command: x
-                retries: {count: 2, backoff: {initial: 10m}}
-            """
-        ),
-        durations={"p": timedelta(minutes=2)},
-        outcomes={"p.2026-10-19.1": [1, 0], "p.2026-10-19.2": [1, 0]},
-    )
+    h = retrying_job("0 3 1 1 *", failing_once=2)
     async with h.engine() as engine:
         first = await engine.trigger("p")
         await h.advance(engine, minutes=3)  # p.1 failed at 00:02, retrying until 00:12
@@ -280,23 +273,7 @@ async def test_a_forced_run_chosen_first_is_going_for_the_others(
 async def test_a_due_retry_waits_for_the_running_run_even_with_another_in_backoff(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    h = Harness(
-        config_from(
-            """
-            jobs:
-              p:
-                schedule: "0 3 1 1 *"
-                command: x
-                retries: {count: 2, backoff: {initial: 10m}}
-            """
-        ),
-        durations={"p": timedelta(minutes=2)},
-        outcomes={
-            "p.2026-10-19.1": [1, 0],
-            "p.2026-10-19.2": [1, 0],
-            "p.2026-10-19.3": [1, 0],
-        },
-    )
+    h = retrying_job("0 3 1 1 *", failing_once=3)
     # p.1 runs again while p.3 waits out its backoff; releasing p.2 (its retry due) must see
     # p.1 running, whichever of the two the job's set of going runs offers first
     async with h.engine() as engine:
