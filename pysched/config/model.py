@@ -24,6 +24,11 @@ from pysched.timing.cron import DstPolicy
 from pysched.timing.run_dates import RunDateRule
 from pysched.timing.schedule import Schedule
 
+TOKENS_FILE = "tokens.json"
+"""The tokens file's name in the state dir, unless ``scheduler.tokens_file`` says otherwise."""
+ADMIN_TOKEN_FILE = "admin.token"
+"""The name, in the state dir, of the admin token the first ``serve`` writes."""
+
 
 class Overlap(enum.Enum):
     """What a new run does while the job already has a run going."""
@@ -215,12 +220,12 @@ class SchedulerSettings:
     @property
     def tokens_path(self) -> Path:
         """The tokens file: ``tokens_file``, or ``state_dir/tokens.json``."""
-        return self.tokens_file or self.state_dir / "tokens.json"
+        return self.tokens_file or self.state_dir / TOKENS_FILE
 
     @property
     def admin_token_path(self) -> Path:
         """The admin token the first ``serve`` writes (owner-only) for the CLI on this host."""
-        return self.state_dir / "admin.token"
+        return self.state_dir / ADMIN_TOKEN_FILE
 
     @property
     def url(self) -> str:

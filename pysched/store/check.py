@@ -5,8 +5,8 @@ scheduler. It reports every problem (what would make ``Store.open`` refuse, or a
 would not read back: ``Store.open`` never reads the archive, so that one does not stop a start)
 and, apart, the warnings: what the next open tidies by itself (a torn last line, a leftover
 temporary snapshot, segments a snapshot already covers) and files that are no part of the
-journal. The files ``pysched serve`` keeps in the state dir (``SERVICE_FILES``) are not warned
-about.
+journal. The files ``pysched serve`` keeps in the state dir (named in ``pysched.config.model``:
+``TOKENS_FILE``, ``ADMIN_TOKEN_FILE``) are not warned about.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pysched.config.model import ADMIN_TOKEN_FILE, TOKENS_FILE
 from pysched.store.layout import (
     ARCHIVE_DIR,
     LOCK,
-    SERVICE_FILES,
     SNAPSHOT,
     SNAPSHOT_TMP,
     archive_name,
@@ -166,7 +166,7 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         if scan.torn is not None:
             warnings.append(f"{scan.torn}: cut before the next append to it")
 
-    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR, *SERVICE_FILES}
+    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR, TOKENS_FILE, ADMIN_TOKEN_FILE}
     known |= {p.name for p in segments.values()}
     for path in sorted(root.iterdir()):
         if path.name not in known:

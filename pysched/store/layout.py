@@ -9,7 +9,7 @@
       journal.000004.jsonl    segments: the records committed since, in seq order
       journal.000005.jsonl
       archive/2026-09.jsonl   records retired from the live state, by month
-      admin.token             ``pysched serve``'s, not the store's (``SERVICE_FILES``)
+      admin.token             ``pysched serve``'s, not the store's (``pysched.config.model``)
       tokens.json
 
 ``scan_file`` is shared by ``Store.open`` (which stops at the first problem) and
@@ -40,10 +40,6 @@ LOCK = "lock"
 SNAPSHOT = "snapshot.jsonl"
 SNAPSHOT_TMP = "snapshot.jsonl.tmp"
 ARCHIVE_DIR = "archive"
-SERVICE_FILES = frozenset({"admin.token", "tokens.json"})
-"""What ``pysched serve`` keeps next to the journal: the first admin token and the tokens file
-(``SchedulerSettings.admin_token_path`` and the default ``tokens_path``). The store never reads
-them; ``check_state_dir`` knows them so it does not call them strangers."""
 _SEGMENT = re.compile(r"journal\.(\d{6,})\.jsonl")
 _MONTH = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])")
 
