@@ -107,7 +107,8 @@ def verify(home: Path) -> Tally:
     state = journal(home / "state")
     logs = home / "logs"
     tally = Tally(runs=len(state.book))
-    started = [p.name.removesuffix(".started.json") for p in logs.rglob("*.started.json")]
+    # a marker says what its minder started; an empty one, that no command was started
+    started = [p.name.removesuffix(".spawned") for p in logs.rglob("*.spawned") if p.stat().st_size]
     journaled: set[str] = set()
     for run in state.book:
         if not run.state.finished or run.state.value == "lost":

@@ -161,6 +161,7 @@ def main() -> int:
     _signal.signal(_signal.SIGINT, _ignore)
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the kernel reaps our minders
     parent = os.getppid()
+    minder.boot_id()  # read once here, so no forked minder reads it again
     gc.freeze()  # what is loaded now stays shared with every fork instead of being copied
     os.write(1, b"ready %d\n" % os.getpid())
     try:

@@ -1,12 +1,16 @@
 """The local launcher: each attempt runs under its own minder process on this machine.
 
-The minder starts the command in its own process group, writes a ``started`` file, waits, and
-writes a note saying how it ended (see ``pysched.launch.minder``). Its job (argv, the full env,
-cwd, file paths) travels marshal-encoded through a pipe, so secrets never reach a command line
-or a file. Files of attempt ``n`` of run ``r`` of job ``j`` for run date ``d``, under
-``log_dir``::
+The minder starts the command in its own process group, writes what it started into the
+attempt's ``.spawned`` marker, waits, and writes a note saying how it ended (see
+``pysched.launch.minder``). Its job (argv, the full env, cwd, file paths) travels
+marshal-encoded through a pipe, so secrets never reach a command line or a file. Files of
+attempt ``n`` of run ``r`` of job ``j`` for run date ``d``, under ``log_dir``::
 
-    j/d/r.n.out  r.n.err  r.n.started.json  r.n.note.json  r.n.spawned
+    j/d/r.n.out  r.n.err  r.n.note.json  r.n.spawned
+
+The marker exists from just before the minder is spawned ("a minder may exist"); it is empty
+until the minder has started the command, then holds the minder's and the command's pids and
+start times and the boot's id.
 
 Two ways to make a minder, chosen by ``minder_host``:
 
@@ -24,9 +28,11 @@ a pidfd (``os.pidfd_open`` + ``trio.lowlevel.wait_readable``, which works for pr
 are not our children): no thread per process. Where pidfds are missing, the handle polls every
 0.1 s.
 
-A handle's ``info`` is ``{"minder_pid", "minder_start", "note"}``: the minder's pid, its start
-time in clock ticks (``/proc/<pid>/stat`` field 22) and the note's path. ``recover`` uses them to
-adopt a minder still running after a restart, read the note of one that ended, or answer None.
+A handle's ``info`` is ``{"minder_pid", "minder_start", "boot_id", "note"}``: the minder's pid,
+its start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), which boot, and the
+note's path. ``recover`` uses them to adopt a minder still running after a restart, read the
+note of one that ended, or answer None. A pid and start time from another boot name no live
+minder: after a reboot every minder of the last boot is gone, whatever runs under its pid now.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ _MINDER_BOOT = (
 )
 _POLL = 0.1  # seconds between looks when pidfds are unavailable
 _KILL_POLL = 0.05  # seconds between looks at a process group during a kill's grace
-_STARTED_WAIT = 2.0  # how long kill waits for a fresh minder to write its started file
+_STARTED_WAIT = 2.0  # how long kill waits for a fresh minder to say what it started
 _HOST_TRIES = 3  # hosts tried for one start before giving up (each died before forking)
 
 
@@ -79,6 +85,12 @@ def _alive(pid: int, start: int | None) -> bool:
     if found is None or found[0] in (b"Z", b"X"):
         return False
     return start is None or found[1] == start
+
+
+def _this_boot(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` (a handle's info, a marker) comes from this boot (or does not say)."""
+    said = record.get("boot_id")
+    return said is None or said == minder.boot_id()
 
 
 def _open_pidfd(pid: int) -> FileIO | None:
@@ -120,11 +132,11 @@ def _status_from_note(note: Mapping[str, Any]) -> ExitStatus:
 class _Paths:
     out: Path
     err: Path
-    started: Path
     note: Path
 
     @property
     def spawned(self) -> Path:
+        """The marker: there from just before the minder is spawned; then what it started."""
         return self.note.with_name(self.note.name.removesuffix(".note.json") + ".spawned")
 
     @classmethod
@@ -134,7 +146,6 @@ class _Paths:
         return cls(
             out=folder / f"{stem}.out",
             err=folder / f"{stem}.err",
-            started=folder / f"{stem}.started.json",
             note=folder / f"{stem}.note.json",
         )
 
@@ -145,7 +156,6 @@ class _Paths:
         return cls(
             out=folder / f"{stem}.out",
             err=folder / f"{stem}.err",
-            started=folder / f"{stem}.started.json",
             note=note,
         )
 
@@ -192,7 +202,12 @@ class LocalAttempt:
 
     @property
     def info(self) -> Mapping[str, Any]:
-        return {"minder_pid": self._pid, "minder_start": self._start, "note": str(self._paths.note)}
+        return {
+            "minder_pid": self._pid,
+            "minder_start": self._start,
+            "boot_id": minder.boot_id(),
+            "note": str(self._paths.note),
+        }
 
     def _ended(self) -> bool:
         if self._popen is not None:
@@ -237,10 +252,10 @@ class LocalAttempt:
         return _status_from_note(note)
 
     async def _pgid(self) -> int | None:
-        """The command's process group, from the started file; waits a little for a fresh one."""
+        """The command's process group, from the marker; waits a little for a fresh minder."""
         with trio.move_on_after(_STARTED_WAIT):
             while True:
-                started = await trio.to_thread.run_sync(_read_json, self._paths.started)
+                started = await trio.to_thread.run_sync(_read_json, self._paths.spawned)
                 if started is not None and isinstance(started.get("pgid"), int):
                     return int(started["pgid"])
                 if self._ended():
@@ -302,7 +317,7 @@ class _Spawn:
 class LocalLauncher:
     """Runs attempts as local processes, each under a minder; see the module docstring.
 
-    ``log_dir`` holds every attempt's output, started file and note. ``python`` runs the
+    ``log_dir`` holds every attempt's output, marker and note. ``python`` runs the
     minder (or its host). ``base_env`` (default: this process's environment) is what each
     command's environment starts from; ``spec.env`` is laid over it. ``minder_host`` picks
     how minders are made (see the module docstring); by default the host, unless the
@@ -359,7 +374,7 @@ class LocalLauncher:
             # absolute: a minder host keeps the working folder it was started in
             "stdout": os.path.abspath(paths.out),
             "stderr": os.path.abspath(paths.err),
-            "started": os.path.abspath(paths.started),
+            "started": os.path.abspath(paths.spawned),  # the minder fills in the marker
             "note": os.path.abspath(paths.note),
             "redact": [[text, shown] for text, shown in spec.redact.items()],
         }
@@ -457,11 +472,11 @@ class LocalLauncher:
         note = await trio.to_thread.run_sync(_read_json, paths.note)
         if note is not None:
             return _status_from_note(note)
-        candidates: list[tuple[_Paths, Any, Any]] = [
-            (paths, info.get("minder_pid"), info.get("minder_start"))
-        ]
-        started = await trio.to_thread.run_sync(_read_json, derived.started)
-        if started is not None:
+        candidates: list[tuple[_Paths, Any, Any]] = []
+        if _this_boot(info):
+            candidates.append((paths, info.get("minder_pid"), info.get("minder_start")))
+        started = await trio.to_thread.run_sync(_read_json, derived.spawned)
+        if started is not None and _this_boot(started):
             candidates.append((derived, started.get("minder_pid"), started.get("minder_start")))
         for where, pid, start in candidates:
             if not isinstance(pid, int) or not isinstance(start, int):
@@ -476,11 +491,11 @@ class LocalLauncher:
         if not await trio.to_thread.run_sync(derived.spawned.exists):
             return NOT_STARTED  # nothing was ever spawned: safe to start it, once
         if started is None:
-            # spawned, but its minder has not written its started file: it may still be
-            # starting up (a restart can be quick); give it a moment before calling it lost
+            # spawned, but its minder has not said what it started: it may still be starting
+            # up (a restart can be quick); give it a moment before calling it lost
             for _ in range(40):
                 await trio.sleep(0.05)
-                again = await trio.to_thread.run_sync(_read_json, derived.started)
+                again = await trio.to_thread.run_sync(_read_json, derived.spawned)
                 if again is not None:
                     return await self.recover(spec, info)
             if not await trio.to_thread.run_sync(derived.spawned.exists):

@@ -10,7 +10,7 @@ JSON object is accepted there too), or as a JSON object in the argument itself::
 
     {"argv": [...], "env": {...}, "cwd": "..." | null,
      "stdout": ".../<run_id>.<n>.out", "stderr": ".../<run_id>.<n>.err",
-     "started": ".../<run_id>.<n>.started.json", "note": ".../<run_id>.<n>.note.json",
+     "started": ".../<run_id>.<n>.spawned", "note": ".../<run_id>.<n>.note.json",
      "redact": [[text, shown], ...]}
 
 ``redact`` (optional) pairs texts of the job that hold a secret (its program, its folder) with
@@ -21,13 +21,18 @@ the form to write instead: a note saying why the command could not start shows t
 1. starts the command in its own session and process group (its pgid is its pid), standard
    output and error appended to the two files (parent folders created); if it cannot start it
    (no such program, no permission, bad cwd) the note says so (``exit_code`` null, ``error``);
-2. writes the ``started`` file atomically::
+2. writes what it started into the ``started`` file, in one ``write`` (no temporary file and
+   no fsync: the launcher points it at the attempt's ``.spawned`` marker, which already exists,
+   so the attempt costs no extra file; it matters only while this minder lives, and a crash of
+   the machine ends the minder too)::
 
        {"version": 1, "minder_pid": 41, "minder_start": 1234, "pid": 42, "pgid": 42,
-        "pid_start": 1235, "started_at": "2026-10-19T09:03:00.123456+00:00"}
+        "pid_start": 1235, "boot_id": "...", "started_at": "2026-10-19T09:03:00.123456+00:00"}
 
-   (``*_start`` are ``/proc/<pid>/stat`` field 22, the start time in clock ticks, so a restarted
-   scheduler can tell this minder from a process that reused its pid);
+   (``*_start`` are ``/proc/<pid>/stat`` field 22, the start time in clock ticks since boot,
+   and ``boot_id`` says which boot, so a restarted scheduler can tell this minder from a
+   process that reused its pid, in this boot or a later one). A reader that finds the file
+   empty or cut short (it ends before the object's closing brace) reads "not written yet";
 3. waits for the command, then writes the note atomically (temp file, fsync, rename, fsync of
    the folder)::
 
@@ -39,7 +44,7 @@ the form to write instead: a note saying why the command could not start shows t
 It ignores SIGHUP and SIGINT (a closing terminal must not end the attempt) with no-op handlers
 rather than SIG_IGN, so the command does not inherit them ignored; SIGTERM is forwarded to the
 command's process group (the launcher normally signals the group itself). Env values are never
-written anywhere by the minder: not in the note, the started file, or its own output.
+written anywhere by the minder: not in the note, the marker, or its own output.
 
 Start-up is most of a short attempt's cost, so the minder imports only modules built into the
 interpreter or already loaded when it starts (``os``, ``sys``, ``time``, ``_signal``, ``errno``,
@@ -116,6 +121,23 @@ def _json_str(text: str) -> str:
     return "".join(parts)
 
 
+_BOOT_ID: "list[str | None]" = []
+
+
+def boot_id() -> "str | None":
+    """This boot's id (``/proc/sys/kernel/random/boot_id``), read once; None where there is none.
+
+    Process start times count clock ticks from boot: a pid and a start time name one process
+    only within one boot."""
+    if not _BOOT_ID:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+                _BOOT_ID.append(f.read().decode("ascii", "replace").strip() or None)
+        except OSError:
+            _BOOT_ID.append(None)
+    return _BOOT_ID[0]
+
+
 def _json_value(value: object) -> str:
     if value is None:
         return "null"
@@ -149,6 +171,21 @@ def write_atomically(path: str, payload: "dict[str, Any]") -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
+
+
+def write_in_place(path: str, payload: "dict[str, Any]") -> None:
+    """Write ``payload`` as JSON into ``path`` (created if missing) with one ``write``.
+
+    No temporary file, no fsync: for a record that matters only while its writer lives. A
+    reader may find the file empty or cut short, never a whole object that was not written:
+    the object's only closing brace is its last byte."""
+    data = _dumps(payload).encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def _now() -> str:
@@ -372,7 +409,7 @@ def run(job: "dict[str, Any]") -> int:
         _kill_group(child)
 
     try:
-        write_atomically(
+        write_in_place(
             started,
             {
                 "version": NOTE_VERSION,
@@ -381,11 +418,12 @@ def run(job: "dict[str, Any]") -> int:
                 "pid": child,
                 "pgid": child,
                 "pid_start": proc_start_ticks(child),
+                "boot_id": boot_id(),
                 "started_at": started_at,
             },
         )
     except OSError as exc:  # the command runs regardless: still wait and write the note
-        sys.stderr.write(f"minder: cannot write the started file: {exc}\n")
+        sys.stderr.write(f"minder: cannot write what it started: {exc}\n")
     code = _wait(child)
     ended_at = _now()
     write_atomically(

@@ -80,7 +80,7 @@ async def fire(firings: int, tmp: Path) -> dict:
     for run_id, day, t, returned in asked:
         folder = log_dir / "tick" / day
         printed = float((folder / f"{run_id}.1.out").read_text().strip())
-        started = json.loads((folder / f"{run_id}.1.started.json").read_text())["started_at"]
+        started = json.loads((folder / f"{run_id}.1.spawned").read_text())["started_at"]
         command.append((printed - t) * 1000)
         minder.append((datetime.fromisoformat(started).timestamp() - t) * 1000)
         trigger.append((returned - t) * 1000)

@@ -3,6 +3,7 @@ forked by the minder host (the default) and a fresh interpreter per attempt ("di
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from datetime import UTC, date, datetime, timedelta
@@ -69,7 +70,8 @@ def minder_alive(info) -> bool:
 )
 async def test_start_and_wait(launcher, script, code, sig):
     handle = await launcher.start(make_spec(script))
-    assert set(handle.info) == {"minder_pid", "minder_start", "note"}
+    assert set(handle.info) == {"minder_pid", "minder_start", "boot_id", "note"}
+    assert handle.info["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     status = await handle.wait()
     assert (status.exit_code, status.signal) == (code, sig)
     assert status.succeeded == (code == 0)
@@ -90,7 +92,7 @@ async def test_env_and_cwd_reach_the_command(launcher, tmp_path):
     assert status.exit_code == 0
     assert out_of(launcher, spec) == f"job.2026-10-19.1 {SECRET}\n{work}\n"
     folder = launcher.log_dir / "job" / "2026-10-19"
-    for name in ("job.2026-10-19.1.1.note.json", "job.2026-10-19.1.1.started.json"):
+    for name in ("job.2026-10-19.1.1.note.json", "job.2026-10-19.1.1.spawned"):
         assert SECRET not in (folder / name).read_text()
 
 
@@ -188,12 +190,12 @@ async def test_cancelled_wait_leaves_it_running_and_recover_adopts_it(launcher, 
     assert status.ended_at is not None
 
 
-async def test_recover_adopts_from_the_started_file_when_info_is_missing(launcher, tmp_path):
+async def test_recover_adopts_from_the_marker_when_info_is_missing(launcher, tmp_path):
     spec = make_spec("sleep 0.3; exit 2")
     handle = await launcher.start(spec)
-    started = launcher.log_dir / "job" / "2026-10-19" / "job.2026-10-19.1.1.started.json"
+    marker = launcher.log_dir / "job" / "2026-10-19" / "job.2026-10-19.1.1.spawned"
     with trio.fail_after(5):
-        while not started.exists():
+        while not marker.stat().st_size:  # the minder has not said what it started yet
             await trio.sleep(0.01)
     found = await LocalLauncher(tmp_path / "logs").recover(spec, {})
     assert isinstance(found, LocalAttempt)
@@ -221,7 +223,7 @@ async def test_recover_spawned_but_gone_is_none(launcher):
     spec = make_spec("exit 0")
     marker = _Paths.of(launcher.log_dir, spec).spawned
     marker.parent.mkdir(parents=True)
-    marker.touch()  # a minder was spawned, and left no started file, no note: it vanished
+    marker.touch()  # a minder was spawned, and said nothing, left no note: it vanished
     with trio.fail_after(10):
         assert await launcher.recover(spec, {}) is None
 
@@ -241,3 +243,21 @@ async def test_a_reused_pid_is_not_taken_for_the_minder(launcher, tmp_path):
     marker.touch()
     with trio.fail_after(10):
         assert await launcher.recover(spec, info) is None
+
+
+async def test_a_minder_of_another_boot_is_not_taken_for_a_live_one(launcher, tmp_path):
+    # This process, with its real pid and start time: only the boot differs. After a reboot
+    # pids and start times (ticks since boot) come round again, so they must not count.
+    me = Path("/proc/self/stat").read_text()
+    start = int(me[me.rfind(")") + 2 :].split()[19])
+    mine = {"minder_pid": os.getpid(), "minder_start": start}
+    spec = make_spec("exit 0")
+    marker = _Paths.of(launcher.log_dir, spec).spawned
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps({**mine, "pid": os.getpid(), "pgid": os.getpid(), "boot_id": "x"}))
+    with trio.fail_after(10):
+        assert await launcher.recover(spec, {**mine, "boot_id": "an-earlier-boot"}) is None
+        assert isinstance(await launcher.recover(spec, mine), LocalAttempt)  # as said: adopted
+        marker.write_text(json.dumps({**mine, "pid": os.getpid(), "pgid": os.getpid()}))
+        assert isinstance(await launcher.recover(spec, {}), LocalAttempt)
+

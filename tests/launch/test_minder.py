@@ -28,7 +28,7 @@ def job_for(tmp_path: Path, argv: list[str], **extra: object) -> dict[str, objec
         "cwd": None,
         "stdout": str(folder / f"{stem}.out"),
         "stderr": str(folder / f"{stem}.err"),
-        "started": str(folder / f"{stem}.started.json"),
+        "started": str(folder / f"{stem}.spawned"),  # the launcher points it at the marker
         "note": str(folder / f"{stem}.note.json"),
     }
     job.update(extra)
@@ -64,6 +64,7 @@ def test_note_records_how_the_command_ended(tmp_path, script, code, sig):
     assert note["minder_pid"] == started["minder_pid"]
     assert isinstance(started["minder_start"], int)
     assert isinstance(started["pid_start"], int)
+    assert started["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     begun = datetime.fromisoformat(str(note["started_at"]))
     ended = datetime.fromisoformat(str(note["ended_at"]))
     assert begun.utcoffset() is not None
