@@ -175,7 +175,9 @@ async def test_killing_the_host_mid_burst_starts_nothing_twice(launcher):
     async def killer() -> None:
         await eventually(lambda: host_of(launcher).pid is not None)
         folder = launcher.log_dir / "job" / "2026-10-19"
-        await eventually(lambda: folder.exists() and any(p.stat().st_size for p in folder.glob("*.spawned")))
+        await eventually(
+            lambda: folder.exists() and any(p.stat().st_size for p in folder.glob("*.spawned"))
+        )
         pid = host_of(launcher).pid
         if pid is not None:
             os.kill(pid, signal.SIGKILL)

@@ -260,4 +260,3 @@ async def test_a_minder_of_another_boot_is_not_taken_for_a_live_one(launcher, tm
         assert isinstance(await launcher.recover(spec, mine), LocalAttempt)  # as said: adopted
         marker.write_text(json.dumps({**mine, "pid": os.getpid(), "pgid": os.getpid()}))
         assert isinstance(await launcher.recover(spec, {}), LocalAttempt)
-
