@@ -10,7 +10,8 @@ token. Signals:
   event streams end (the app's ``stopping`` event is set *before* hypercorn's shutdown trigger,
   else an open stream would hold the shutdown for the whole grace period), requests in flight
   finish, and the engine stops; running attempts stay with their minders (the next start
-  adopts them) and the journal finishes its last commit. Exit 0.
+  adopts them) and the journal finishes its last commit. Exit 0. A second SIGTERM / SIGINT
+  meanwhile (Ctrl-C twice) ends the requests' grace at once; the rest is the same.
 - SIGHUP: reload the config (``pysched.reload``): all of it or none of it.
 
 If the journal fails, the engine fail-stops and ``serve`` exits 1 with the cause; so it does
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -185,7 +186,9 @@ async def serve(
                     notifier.stopping()
                     engine.stop_starting()  # at once: the web's stop may take its grace
                     if web is not None:
-                        await web.stop()
+                        with trio.CancelScope() as grace:
+                            nursery.start_soon(_cut_short, signals, reload_signals, grace)
+                            await web.stop()
                     nursery.cancel_scope.cancel()
             finally:
                 if web is not None:  # whatever the exit: no CLI is sent to a gone server
@@ -218,6 +221,21 @@ def _refused(exc: BaseException, listen: Listen) -> ServeResult:
         reason = str(exc)
     log.error("%s", reason)
     return ServeResult(code=1, reason=reason)
+
+
+async def _cut_short(
+    signals: AsyncIterator[int], reload_signals: tuple[int, ...], grace: trio.CancelScope
+) -> None:
+    """During a graceful stop: a second stop signal (Ctrl-C twice) ends the requests' grace at
+    once. Reload signals are not acted on any more."""
+    async for signum in signals:
+        name = signal.Signals(signum).name
+        if signum in reload_signals:
+            log.info("%s: not reloading, pysched is stopping", name)
+            continue
+        log.info("%s again: stopping now, without waiting for requests in flight", name)
+        grace.cancel()
+        return
 
 
 async def _reload(reloader: Reloader, by: str) -> None:

@@ -129,6 +129,23 @@ async def test_the_api_over_http_with_an_event_stream_and_a_quick_stop(tmp_path:
     assert trio.current_time() - started < 3
 
 
+async def test_a_second_stop_signal_ends_the_grace_at_once(tmp_path: Path) -> None:
+    async with live(tmp_path) as (serving, client, _nursery):
+        # an idle keep-alive connection: hypercorn's graceful stop waits its grace (10 s) for it
+        assert (await client.get("/readyz")).status_code == 200
+        async with (
+            httpx.AsyncClient(base_url=serving.urls[0], headers=client.headers) as other,
+            other.stream("GET", "/api/v1/events") as stream,
+        ):
+            os.kill(os.getpid(), STOP)
+            with trio.fail_after(5):
+                async for _ in stream.aiter_lines():  # ends once the stop has begun
+                    pass
+        again = trio.current_time()
+        os.kill(os.getpid(), STOP)  # Ctrl-C twice
+    assert trio.current_time() - again < 5
+
+
 async def test_reload_on_the_signal_and_over_the_api(tmp_path: Path) -> None:
     async with live(tmp_path) as (serving, client, nursery):
         engine = serving.engine
