@@ -139,6 +139,7 @@ class Engine(EngineCore):
             self._unwatch(run, self.config.jobs.get(run.job))
             self._move(run, RunState.QUEUED, _who("forced", by, why))
             self._enqueue(run)
+            self._slots.unpark(run.job, everything=True)  # it may have been parked, waiting
             self._record_action("force", run_id, by, why)
             return run
 

@@ -535,6 +535,11 @@ class EngineCore:
             active.discard(run.run_id)
             if not active:
                 del self._active[run.job]
+        if (was_going and not going) or (before is RunState.QUEUED and to is not before):
+            # the run its job's parked runs wait for stopped going, or one ahead of them left
+            # the queue (started, held, cancelled): the best of them is looked at again, so
+            # none waits for a run that will not come
+            self._slots.unpark(run.job)
         if before is not to:
             if before.finished or to.finished:
                 self._notify.add((run.job, run.run_date))
@@ -655,7 +660,7 @@ class EngineCore:
                 ):
                     self._move(other, RunState.SKIPPED, f"overlap: superseded by {run.run_id}")
             if active is not None:
-                reason = f"waiting for {active.run_id} to finish"
+                reason = _overlap_reason(job.name)
         self._move(run, RunState.QUEUED, reason)
         self._enqueue(run)
 
@@ -666,8 +671,10 @@ class EngineCore:
         self._slots.enqueue(run, job.priority, job.pool)
         self._dispatch_wanted = True
 
-    def _may_start(self, run_id: str, chosen: dict[str, str]) -> bool:
-        """Whether the slots may start this queued run now, as far as overlap goes.
+    def _may_start(self, run_id: str, chosen: dict[str, str]) -> bool | str:
+        """Whether the slots may start this queued run now, as far as overlap goes: True,
+        False, or the job's name when the run must wait for another run of its job (the slots
+        park it until that one stops going; see ``Slots.take``).
 
         ``chosen`` maps each job to the first run the current dispatch let through: runs
         chosen together are not going yet while the slots choose, so at most one run of a job
@@ -692,16 +699,14 @@ class EngineCore:
         blocker = active.run_id if active is not None else chosen.setdefault(run.job, run_id)
         if blocker == run_id:
             return True
-        self._waiting_for(run, blocker)
-        return False
-
-    def _waiting_for(self, run: Run, other: str) -> None:
-        """Say why a queued run is held back by overlap (journaled with the pass)."""
-        reason = f"waiting for {other} to finish"
-        if run.reason != reason and run.attempts_in_series == 0:  # a due retry says "retry due"
+        if run.attempts_in_series > 0:
+            return False  # a due retry (it says "retry due") is looked at on every pass
+        reason = _overlap_reason(run.job)
+        if run.reason != reason:
             self._touch(run)
             run.reason = reason
             self._effect_publish("run_changed", run)  # no ``before``: only the reason changed
+        return run.job
 
     async def _dispatch(self) -> None:
         if self.error is not None or self._starting_stopped:
@@ -1082,6 +1087,7 @@ class EngineCore:
         old = self.config
         self.config = new
         self._slots.reconfigure(new.scheduler.max_running, new.pools)
+        self._slots.unpark_all()  # overlap rules may have changed
         self._index_config()
         now = self._time()
         for name in set(old.jobs) | set(new.jobs):
@@ -1203,6 +1209,13 @@ class EngineCore:
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)
 _ACTIVE = (RunState.RUNNING, RunState.RETRYING)
+
+
+def _overlap_reason(job: str) -> str:
+    """Why a queued run waits under ``overlap: queue``. It names the job, not the run it waits
+    for: that changes as runs finish, and a backfill of a thousand dates would rewrite (and
+    journal) every waiting run's reason each time one finished."""
+    return f"waiting for another run of {job} to finish"
 
 
 def _going(run: Run) -> bool:

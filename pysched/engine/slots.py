@@ -1,7 +1,9 @@
 """Slots: the global ``max_running`` cap and named pools, and the queue of ready runs.
 
 Queued runs start by priority (higher first), then age (older first). The queue keeps one heap
-per pool, so finding the next startable run never scans runs stuck behind a full pool.
+per pool, so finding the next startable run never scans runs stuck behind a full pool; and runs
+held back by their job's overlap rule are parked per job, so a backfill of a thousand dates of
+one job is not looked through again on every pass, only its best run when the job may go on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Slots:
         self._heaps: dict[str, list[tuple[int, int, str]]] = {}
         self._order = itertools.count()
         self._queued: set[str] = set()
+        self._parked: dict[str, list[tuple[tuple[int, int, str], str]]] = {}
+        """Per job: heap entries (with their pool) held back until ``unpark``, best first."""
 
     def reconfigure(self, max_running: int, pools: Mapping[str, int]) -> None:
         self.max_running = max_running
@@ -61,10 +65,15 @@ class Slots:
     def queued(self) -> int:
         return len(self._queued)
 
-    def take(self, limit: int, may_start: Callable[[str], bool]) -> list[tuple[str, str | None]]:
+    def take(
+        self, limit: int, may_start: Callable[[str], bool | str]
+    ) -> list[tuple[str, str | None]]:
         """Up to ``limit`` queued runs that fit the free slots, best first, as (run id, pool).
 
-        ``may_start(run_id)`` can hold a run back (overlap); such runs stay queued.
+        ``may_start(run_id)`` answers True (start it), False (hold it back this time: it stays
+        queued and is looked at again next time) or a job's name: hold it back until
+        ``unpark(job)`` (it stays queued, parked; for runs that cannot start while another run
+        of their job goes, and any of them would do as well as another).
         """
         chosen: list[tuple[str, str | None]] = []
         held_back: list[tuple[str, tuple[int, int, str]]] = []
@@ -84,8 +93,12 @@ class Slots:
                 break
             heapq.heappop(self._heaps[best_pool])
             run_id = best[2]
-            if not may_start(run_id):
+            verdict = may_start(run_id)
+            if verdict is False:
                 held_back.append((best_pool, best))
+                continue
+            if verdict is not True:
+                heapq.heappush(self._parked.setdefault(verdict, []), (best, best_pool))
                 continue
             self._queued.discard(run_id)
             self.acquire(best_pool or None)
@@ -97,6 +110,26 @@ class Slots:
         for pool in touched:  # one heapify, not a push for each run held back
             heapq.heapify(self._heaps[pool])
         return chosen
+
+    def unpark(self, job: str, *, everything: bool = False) -> None:
+        """Put ``job``'s best parked run (or all of them) back in the queue, to be looked at
+        again: its job may go on (the run it waited for has stopped running or going), or the
+        run may have changed (forced)."""
+        parked = self._parked.get(job)
+        while parked:
+            entry, pool = heapq.heappop(parked)
+            if entry[2] not in self._queued:
+                continue  # discarded while parked
+            heapq.heappush(self._heaps.setdefault(pool, []), entry)
+            if not everything:
+                break
+        if not parked:
+            self._parked.pop(job, None)
+
+    def unpark_all(self) -> None:
+        """Every parked run back in the queue (the rules may have changed: a reload)."""
+        for job in list(self._parked):
+            self.unpark(job, everything=True)
 
     # -- counting --------------------------------------------------------------------------
 

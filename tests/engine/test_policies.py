@@ -162,12 +162,103 @@ async def test_runs_ready_together_take_turns(
         await engine.settle()
         waiting = engine.book.runs(job="poll", state=RunState.QUEUED)
         assert len(waiting) == 4
-        assert {run.reason for run in waiting} == {"waiting for poll.2026-10-12.1 to finish"}
+        assert {run.reason for run in waiting} == {"waiting for another run of poll to finish"}
         await h.advance(engine, minutes=55)
         assert max_concurrent(engine, {"poll"}) == 1
         assert [span[0] for span in spans(engine, "poll")][:5] == [
             f"poll.2026-10-{day}.1" for day in range(12, 17)
         ]
+
+
+async def test_a_long_backfill_journals_each_waiting_run_a_few_times_not_once_per_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Runs waiting their turn are not looked through (nor rewritten) each time one finishes:
+    the journal grows with the runs, not with their square."""
+    config = """
+    jobs:
+      poll: {schedule: "0 3 1 1 *", command: x}
+    """
+    h = Harness(config_from(config), durations={"poll": timedelta(minutes=1)})
+    async with h.engine() as engine:
+        await engine.backfill("poll", date(2026, 8, 1), date(2026, 9, 29))  # 60 dates
+        await engine.settle()
+        assert len(engine.book.runs(job="poll", state=RunState.QUEUED)) == 59
+        await h.advance(engine, minutes=61)
+        assert len(engine.book.runs(job="poll", state=RunState.SUCCEEDED)) == 60
+        assert max_concurrent(engine, {"poll"}) == 1
+        starts = [span[0] for span in spans(engine, "poll")]
+        assert starts == sorted(starts)  # oldest date first
+    changes = [r for r in h.store.records() if r.type == "run"]
+    assert len(changes) <= 5 * 60  # created, queued (with its reason), running, succeeded
+
+
+async def test_forcing_a_run_that_waits_its_turn_starts_it_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = """
+    jobs:
+      poll: {schedule: "0 3 1 1 *", command: x}
+    """
+    h = Harness(config_from(config), durations={"poll": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 14))
+        await engine.settle()
+        last = engine.book.latest_for("poll", date(2026, 10, 14))
+        assert last is not None and last.state is RunState.QUEUED
+        await engine.force(last.run_id, by="ann")
+        await engine.settle()
+        assert engine.book.get(last.run_id).state is RunState.RUNNING
+        assert engine.book.get("poll.2026-10-12.1").state is RunState.RUNNING
+        assert engine.book.get("poll.2026-10-13.1").state is RunState.QUEUED
+
+
+async def test_runs_waiting_their_turn_start_once_a_reload_allows_overlap(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = """
+    jobs:
+      poll: {schedule: "0 3 1 1 *", command: x}
+    """
+    h = Harness(config_from(config), durations={"poll": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 14))
+        await engine.settle()
+        assert len(engine.book.runs(job="poll", state=RunState.QUEUED)) == 2
+        await engine.apply_config(config_from(config.replace("x}", "x, overlap: allow}")))
+        await engine.settle()
+        assert len(engine.book.runs(job="poll", state=RunState.RUNNING)) == 3
+
+
+async def test_holding_the_next_run_in_line_lets_the_one_after_it_go(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The run next in line may wait for a pool slot, not for its job; held there, it must not
+    leave the runs behind it waiting for it."""
+    config = """
+    pools: {db: 2}
+    jobs:
+      poll: {schedule: "0 3 1 1 *", command: x, pool: db}
+      a: {schedule: "0 3 1 1 *", command: x, pool: db}
+      b: {schedule: "0 3 1 1 *", command: x, pool: db, priority: 10}
+    """
+    minutes = {"poll": 10, "a": 15, "b": 15}
+    h = Harness(
+        config_from(config), durations={k: timedelta(minutes=v) for k, v in minutes.items()}
+    )
+    async with h.engine() as engine:
+        await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 14))
+        await engine.settle()  # the first runs; the others wait for it
+        await engine.trigger("a")  # the pool's other slot, until minute 15
+        await h.advance(engine, minutes=9)
+        await engine.trigger("b")  # first in line for db when poll's first run ends
+        await h.advance(engine, minutes=2)
+        second = engine.book.get("poll.2026-10-13.1")
+        assert engine.book.runs(job="b")[0].state is RunState.RUNNING
+        assert second.state is RunState.QUEUED  # poll's first run is over: it waits for db
+        await engine.hold(second.run_id, by="ann")
+        await h.advance(engine, minutes=30)
+        assert engine.book.get("poll.2026-10-14.1").state is RunState.SUCCEEDED
 
 
 def retrying_job(schedule: str, failing_once: int) -> Harness:

@@ -3,9 +3,9 @@
 Hypothesis draws a small config (scheduled and dependency-only jobs, a one-slot pool,
 retries, overlap policies, timeouts), attempt outcomes and durations, and a sequence of
 operator actions at random moments; at the end of the second simulated day it checks that no
-slot was ever over-used, no attempt ran twice, nothing is left running, and the journal
-replays to exactly the state the engine holds in memory (write-ahead: nothing acted on was
-unwritten).
+slot was ever over-used, no attempt ran twice, nothing is left running or queued, and the
+journal replays to exactly the state the engine holds in memory (write-ahead: nothing acted on
+was unwritten).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def check_invariants(engine: Engine, h: Harness) -> None:
         numbers = [a.number for a in run.attempts]
         assert numbers == list(range(1, len(numbers) + 1)), run
         assert run.state.value != "running", run  # by 23:00 on day two nothing still runs
+        assert run.state.value != "queued", run  # nor waits for a slot or its turn
         for attempt in run.attempts:
             assert attempt.ended_at is not None and attempt.outcome is not None, run
             pool = engine.config.jobs[run.job].pool == "p1"
