@@ -23,7 +23,7 @@ import heapq
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -257,12 +257,13 @@ class EngineCore:
     def _startup(self) -> None:
         now = self._time()
         self._record_config_version(by="startup")
+        stops = _stops_asked(self._actions.values())
         for run in self.book:
             state = run.state
             if _going(run):  # what _move keeps up from here on
                 self._active.setdefault(run.job, set()).add(run.run_id)
             if state is RunState.RUNNING:
-                self._recover_attempt(run)  # even for a job no longer in the config
+                self._recover_attempt(run, stops.get(run.run_id))  # even for a removed job
             elif state.finished:
                 continue
             elif run.job not in self.config.jobs:
@@ -817,11 +818,13 @@ class EngineCore:
             watch.kill_reason = AttemptOutcome.TIMED_OUT
         await handle.kill(self.kill_grace)
 
-    def _recover_attempt(self, run: Run) -> None:
+    def _recover_attempt(self, run: Run, stop: tuple[str, datetime] | None = None) -> None:
         """After a restart: adopt a still-running attempt, record one that ended, or lose it.
 
         A job removed from the config while its attempt ran is still asked after: its attempt
-        is watched to its end (and not retried), never silently forgotten.
+        is watched to its end (and not retried), never silently forgotten. ``stop`` is the
+        last kill or cancel asked for this run (the action and when): asked during this
+        attempt, it still stands, and is carried out again (SIGTERM, the grace, SIGKILL).
         """
         job = self.config.jobs.get(run.job)
         attempt = run.current_attempt
@@ -830,6 +833,8 @@ class EngineCore:
             return
         pool = job.pool if job is not None else None
         watch = _Watch(job, attempt.number, pool)
+        if stop is not None and stop[1] >= attempt.started_at:
+            watch.kill_reason = _STOPS[stop[0]]
         self._watches[run.run_id] = watch
         self._slots.acquire(pool)
         spec: AttemptSpec | None = None
@@ -899,7 +904,8 @@ class EngineCore:
             self._dispatch_wanted = True
         if run is None or run.state is not RunState.RUNNING:
             return
-        if work.never_started:
+        kill_reason = watch.kill_reason if watch is not None else None
+        if work.never_started and kill_reason is None:
             # journaled as starting, never begun: start it now, under the same number, once
             self._touch(run)
             run.attempts.pop()
@@ -909,8 +915,9 @@ class EngineCore:
         job = watch.job if watch is not None else self.config.jobs.get(run.job)
         status = work.status
         now = self._time()
-        kill_reason = watch.kill_reason if watch is not None else None
-        if work.start_error is not None:
+        if work.never_started:  # and killed or cancelled meanwhile: it is not started now
+            outcome, message = AttemptOutcome.KILLED, "stopped before its command started"
+        elif work.start_error is not None:
             outcome, message = AttemptOutcome.START_FAILED, work.start_error
         elif status is not None and status.exit_code is None and status.signal is None:
             # the launcher ran, the command never did (no such program, a bad cwd)
@@ -945,7 +952,8 @@ class EngineCore:
             self._move(run, RunState.SUCCEEDED, "")
         elif kill_reason is RunState.CANCELLED:
             self._move(run, RunState.CANCELLED, run.reason or "cancelled")
-        elif outcome is AttemptOutcome.KILLED:
+        elif outcome is AttemptOutcome.KILLED or kill_reason is AttemptOutcome.KILLED:
+            # killed by an operator: not retried, even if the attempt vanished meanwhile
             self._move(run, RunState.FAILED, run.reason or "killed")
         elif job is not None and run.attempts_in_series < 1 + job.retries.count:
             retry = run.attempts_in_series
@@ -1205,6 +1213,24 @@ class EngineCore:
                 self._spawn(handle.kill, self.kill_grace)
 
         self._effects.append(kill)
+
+
+_STOPS: dict[str, AttemptOutcome | RunState] = {
+    "kill": AttemptOutcome.KILLED,
+    "cancel": RunState.CANCELLED,
+}
+"""The operator actions that stop a running attempt, and the watch's ``kill_reason`` each sets."""
+
+
+def _stops_asked(actions: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, datetime]]:
+    """Per run id, the last kill or cancel asked for it (the action and when), from the
+    journaled actions: after a restart an attempt asked to stop is stopped again."""
+    stops: dict[str, tuple[str, datetime]] = {}
+    for action in actions:  # oldest first
+        kind, target = action.get("action"), action.get("target")
+        if kind in _STOPS and isinstance(target, str):
+            stops[target] = (str(kind), datetime.fromisoformat(str(action["at"])))
+    return stops
 
 
 _EVALUABLE = (RunState.SCHEDULED, RunState.WAITING, RunState.BLOCKED)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 
 import trio
 
 from pysched.config import load_config
-from pysched.engine import RunState, open_engine
+from pysched.engine import AttemptOutcome, RunState, open_engine
 from pysched.launch.local import LocalLauncher
 from pysched.store import Store
 from pysched.timing import RealClock
@@ -57,3 +59,47 @@ async def test_restart_adopts_a_running_attempt_and_never_starts_it_twice(tmp_pa
         assert adopted.attempts[0].exit_code == 0
     out = tmp_path / "logs" / "slow" / adopted.run_date.isoformat() / f"{run_id}.1.out"
     assert out.read_text() == "done\n"  # one attempt, run once
+
+
+STUBBORN = """
+scheduler: {state_dir: state, log_dir: logs}
+jobs:
+  stubborn:
+    schedule: "0 3 1 1 *"
+    command: trap '' TERM; sleep 30
+    retries: 2
+"""
+
+
+async def test_a_kill_asked_before_a_restart_is_carried_out_after_it(tmp_path: Path) -> None:
+    """The command ignores SIGTERM; the scheduler stops during the kill's grace, before the
+    SIGKILL. The next start sends SIGTERM and, after the grace, SIGKILL again: the run fails
+    as killed, and is not retried."""
+    (tmp_path / "pysched.yaml").write_text(textwrap.dedent(STUBBORN))
+    config = load_config(tmp_path / "pysched.yaml")
+    state, logs = config.scheduler.state_dir, config.scheduler.log_dir
+    grace = timedelta(seconds=1)
+    async with open_engine(
+        config,
+        Store.open(state, sync=True),
+        clock=RealClock(),
+        launcher=LocalLauncher(logs),
+        kill_grace=timedelta(seconds=60),  # this scheduler stops long before its SIGKILL
+    ) as engine:
+        run = await engine.trigger("stubborn", by="test")
+        await wait_for(lambda: run.attempts and run.attempts[0].info)
+        await engine.kill(run.run_id, by="ann", why="runaway")
+        run_id = run.run_id
+    async with open_engine(
+        config,
+        Store.open(state, sync=True),
+        clock=RealClock(),
+        launcher=LocalLauncher(logs),
+        kill_grace=grace,
+    ) as engine:
+        killed = engine.book.get(run_id)
+        await wait_for(lambda: killed.state.finished, seconds=15)
+        assert killed.state is RunState.FAILED
+        assert killed.reason == "killed by ann: runaway"
+        assert [(a.number, a.outcome) for a in killed.attempts] == [(1, AttemptOutcome.KILLED)]
+        assert killed.attempts[0].signal == signal.SIGKILL

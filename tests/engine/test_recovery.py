@@ -202,3 +202,46 @@ async def test_attempt_journaled_but_never_started_is_started_once(
         assert run.state is RunState.SUCCEEDED
         assert [a.number for a in run.attempts] == [1]
         assert [(s.run_id, s.attempt) for s in h.launcher.started] == [("tick.2026-10-19.1", 1)]
+
+
+async def test_a_kill_or_cancel_asked_before_a_restart_still_stands(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = """
+    jobs:
+      k: {schedule: "0 1 * * *", command: x, retries: 3}
+      c: {schedule: "0 1 * * *", command: x, retries: 3}
+    """
+    h = Harness(config_from(config), durations={"k": timedelta(hours=1), "c": timedelta(hours=1)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        await engine.cancel("c.2026-10-19.1", by="ann", why="stop")
+        await engine.kill("k.2026-10-19.1", by="ann", why="runaway")
+        # the scheduler stops at once: the attempts' ends are not recorded
+    async with h.engine(store=h.store.reopen()) as engine:
+        await h.advance(engine, hours=2)
+        killed, cancelled = engine.book.get("k.2026-10-19.1"), engine.book.get("c.2026-10-19.1")
+        assert (killed.state, killed.reason) == (RunState.FAILED, "killed by ann: runaway")
+        assert [a.outcome.value for a in killed.attempts if a.outcome] == ["killed"]
+        assert (cancelled.state, cancelled.reason) == (RunState.CANCELLED, "cancelled by ann: stop")
+        assert len(cancelled.attempts) == 1
+    assert len(h.launcher.started) == 2  # neither was started again
+
+
+async def test_an_attempt_cancelled_before_its_start_is_not_started_after_a_restart(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(hourly("latest")), durations={"tick": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        await engine.cancel("tick.2026-10-19.1", by="ann")
+    # as if the scheduler had died after journaling the start (and the cancel) and before
+    # spawning anything: a launcher with no trace of the attempt
+    from pysched.testing import FakeLauncher
+
+    h.launcher = FakeLauncher(h.clock, durations={"tick": timedelta(minutes=10)})
+    async with h.engine(store=h.store.reopen()) as engine:
+        await h.advance(engine, minutes=15)
+        run = engine.book.get("tick.2026-10-19.1")
+        assert run.state is RunState.CANCELLED
+        assert h.launcher.started == []
