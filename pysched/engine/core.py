@@ -1161,6 +1161,7 @@ class EngineCore:
                 self.state_view(),
                 now=self._time(),
                 history_days=self.config.scheduler.history_days,
+                needed=self._still_depended_on(),
             )
             for run in gone:
                 self.book.remove(run)
@@ -1172,6 +1173,18 @@ class EngineCore:
             log.exception("snapshot failed")
         finally:
             self._snapshotting = False
+
+    def _still_depended_on(self) -> set[tuple[str, date]]:
+        """The jobs and run dates an unfinished run waits on or is blocked by (the index the
+        engine re-evaluates dependents from): their runs must stay in the book."""
+        needed: set[tuple[str, date]] = set()
+        for key, watchers in self._watching.items():
+            for run_id in watchers:
+                run = self.book.find(run_id)
+                if run is not None and not run.state.finished:
+                    needed.add(key)
+                    break
+        return needed
 
     # -- actions' bookkeeping (used by pysched.engine.actions) -----------------------------
 

@@ -25,7 +25,7 @@ action    an operator action: ``id``, ``at``, ``by``, ``why``, ``action``, ``tar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, cast
@@ -148,12 +148,18 @@ def firing_record(
 
 
 def snapshot_records(
-    state: Replayed, *, now: datetime, history_days: int
+    state: Replayed,
+    *,
+    now: datetime,
+    history_days: int,
+    needed: Container[tuple[str, date]] = (),
 ) -> tuple[list[Record], list[tuple[str, Record]], list[Run]]:
     """The records that rebuild ``state``, the records to archive, and the runs archived.
 
     Finished runs whose run date is more than ``history_days`` before ``now`` leave the live
-    state: they go to the monthly archive of their run date and out of memory.
+    state: they go to the monthly archive of their run date and out of memory. Not those of a
+    job and run date in ``needed``: an unfinished run still depends on them (a run blocked by
+    an old failure waits for an operator to rerun or mark it, which needs it in the book).
     """
     cutoff = (now - timedelta(days=history_days)).date()
     live: list[Record] = [Record(type="config", data=c) for c in state.configs.values()]
@@ -177,7 +183,7 @@ def snapshot_records(
     chunk: list[dict[str, Any]] = []
     for run in state.book:
         data = run.to_data()
-        if run.state.finished and run.run_date < cutoff:
+        if run.state.finished and run.run_date < cutoff and (run.job, run.run_date) not in needed:
             archived.append((run.run_date.strftime("%Y-%m"), Record(type="run", data=data)))
             gone.append(run)
             gone_ids.add(run.run_id)

@@ -245,3 +245,34 @@ async def test_an_attempt_cancelled_before_its_start_is_not_started_after_a_rest
         run = engine.book.get("tick.2026-10-19.1")
         assert run.state is RunState.CANCELLED
         assert h.launcher.started == []
+
+
+async def test_retention_keeps_an_old_failure_that_a_blocked_run_still_waits_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Finished runs older than history_days leave the book at snapshot time, but not one an
+    unfinished run is blocked by: an operator must still be able to rerun or mark it."""
+    config = """
+    scheduler: {history_days: 2}
+    jobs:
+      tick: {schedule: "0 * * * *", command: x}
+      fail: {schedule: "0 3 * * *", command: x}
+      dep: {depends_on: [fail], command: x}
+    """
+    from pysched.store import MemoryStore
+
+    h = Harness(
+        config_from(config), outcomes={"fail": [1]}, store=MemoryStore(snapshot_bytes=20_000)
+    )
+    async with h.engine() as engine:
+        await h.advance(engine, days=8)
+        assert engine.store_stats.snapshots > 0
+        assert engine.book.find("tick.2026-10-19.1") is None  # archived
+        blocked = engine.book.get("dep.2026-10-19.1")
+        assert (blocked.state, blocked.reason) == (RunState.BLOCKED, "fail.2026-10-19.1 failed")
+        before = {run.run_id: run.to_data() for run in engine.book}
+    async with h.engine(store=h.store.reopen()) as engine:
+        assert {run.run_id: run.to_data() for run in engine.book} == before
+        await engine.mark_success("fail.2026-10-19.1", by="ann")
+        await h.advance(engine, minutes=30)
+        assert engine.book.get("dep.2026-10-19.1").state is RunState.SUCCEEDED
