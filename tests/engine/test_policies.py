@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import date, timedelta
 
 import pytest
@@ -193,22 +195,31 @@ async def test_a_long_backfill_journals_each_waiting_run_a_few_times_not_once_pe
     assert len(changes) <= 5 * 60  # created, queued (with its reason), running, succeeded
 
 
-async def test_forcing_a_run_that_waits_its_turn_starts_it_at_once(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    config = """
-    jobs:
-      poll: {schedule: "0 3 1 1 *", command: x}
-    """
-    h = Harness(config_from(config), durations={"poll": timedelta(minutes=10)})
+POLL = """
+jobs:
+  poll: {schedule: "0 3 1 1 *", command: x}
+"""
+
+
+@asynccontextmanager
+async def poll_backfilled() -> AsyncIterator[Engine]:
+    """Job ``poll`` (ten-minute attempts, ``overlap: queue``) backfilled for three dates: the
+    first runs, the other two wait their turn."""
+    h = Harness(config_from(POLL), durations={"poll": timedelta(minutes=10)})
     async with h.engine() as engine:
         await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 14))
         await engine.settle()
-        last = engine.book.latest_for("poll", date(2026, 10, 14))
-        assert last is not None and last.state is RunState.QUEUED
-        await engine.force(last.run_id, by="ann")
+        assert len(engine.book.runs(job="poll", state=RunState.QUEUED)) == 2
+        yield engine
+
+
+async def test_forcing_a_run_that_waits_its_turn_starts_it_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with poll_backfilled() as engine:
+        await engine.force("poll.2026-10-14.1", by="ann")
         await engine.settle()
-        assert engine.book.get(last.run_id).state is RunState.RUNNING
+        assert engine.book.get("poll.2026-10-14.1").state is RunState.RUNNING
         assert engine.book.get("poll.2026-10-12.1").state is RunState.RUNNING
         assert engine.book.get("poll.2026-10-13.1").state is RunState.QUEUED
 
@@ -216,16 +227,8 @@ async def test_forcing_a_run_that_waits_its_turn_starts_it_at_once(
 async def test_runs_waiting_their_turn_start_once_a_reload_allows_overlap(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    config = """
-    jobs:
-      poll: {schedule: "0 3 1 1 *", command: x}
-    """
-    h = Harness(config_from(config), durations={"poll": timedelta(minutes=10)})
-    async with h.engine() as engine:
-        await engine.backfill("poll", date(2026, 10, 12), date(2026, 10, 14))
-        await engine.settle()
-        assert len(engine.book.runs(job="poll", state=RunState.QUEUED)) == 2
-        await engine.apply_config(config_from(config.replace("x}", "x, overlap: allow}")))
+    async with poll_backfilled() as engine:
+        await engine.apply_config(config_from(POLL.replace("x}", "x, overlap: allow}")))
         await engine.settle()
         assert len(engine.book.runs(job="poll", state=RunState.RUNNING)) == 3
 
