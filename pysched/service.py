@@ -50,7 +50,8 @@ log = logging.getLogger("pysched.service")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 RELOAD_SIGNALS = (signal.SIGHUP,)
 SHUTDOWN_GRACE = 10.0
-"""How long requests in flight get to finish after a stop signal."""
+"""The most a stop waits for the web server to finish: hypercorn itself gives requests in
+flight ``GRACEFUL_SECONDS`` (5 s) of it, and closes idle connections at once."""
 
 
 class Notifier(Protocol):

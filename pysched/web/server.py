@@ -10,6 +10,7 @@ shutdown for hypercorn's whole grace period.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -41,6 +42,35 @@ def hypercorn_config(listen: Listen, tls: Tls | None) -> HypercornConfig:
     return config
 
 
+class _WholeLastSend:
+    """The app, with the last message of each HTTP response sent shielded from cancellation.
+
+    quart-trio cancels a request's task as soon as hypercorn reports the response sent, and
+    hypercorn reports that from inside that very send, before it has armed the connection's
+    keep-alive timer. Cut there, the connection stays open with no timer: it never times out,
+    and a stop waits out hypercorn's whole grace period for it (5 s for one idle keep-alive
+    client). Shielded, the send finishes its bookkeeping; the bytes themselves were already
+    written under hypercorn's own shield.
+    """
+
+    def __init__(self, app: QuartTrio) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_whole_last(message: Any) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                with trio.CancelScope(shield=True):
+                    await send(message)
+            else:
+                await send(message)
+
+        await self.app(scope, receive, send_whole_last)
+
+
 async def serve_http(
     app: QuartTrio,
     listen: Listen,
@@ -55,7 +85,7 @@ async def serve_http(
     """
     config = hypercorn_config(listen, tls)
     await serve(
-        app,  # pyright: ignore[reportArgumentType]
+        _WholeLastSend(app),  # pyright: ignore[reportArgumentType]
         config,
         shutdown_trigger=shutdown.wait,  # pyright: ignore[reportArgumentType]
         task_status=task_status,
