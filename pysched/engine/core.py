@@ -1212,6 +1212,13 @@ class EngineCore:
         local_today = self._time().astimezone(job.timezone).date()
         return run_date_for(local_today, job.run_date, job.calendar)
 
+    def _stop_asked(self, run: Run) -> AttemptOutcome | RunState | None:
+        """KILLED or CANCELLED when an operator has asked to stop the run's attempt (which is
+        still ending), else None (a timeout's kill is not an operator's)."""
+        watch = self._watches.get(run.run_id)
+        reason = watch.kill_reason if watch is not None else None
+        return None if reason is AttemptOutcome.TIMED_OUT else reason
+
     def _request_kill(self, run: Run, reason: AttemptOutcome | RunState) -> None:
         watch = self._watches.get(run.run_id)
         if watch is None:
