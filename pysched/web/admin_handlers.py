@@ -14,7 +14,7 @@ from typing import Any
 from pysched.tokens import check_name, parse_role
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
-from pysched.web.inputs import only_keys, text_field
+from pysched.web.inputs import only_keys, text_field, text_query
 
 Reply = tuple[int, Any]
 _SHORTEST_PREFIX = 6
@@ -85,7 +85,7 @@ async def config_version(call: Call) -> Reply:
 async def config_diff(call: Call) -> Reply:
     query = call.query
     for field in ("from", "to"):
-        if not query.get(field):
+        if text_query(query, field) is None:
             raise ApiError(
                 400, f"{field} is required (a config version's sha256 prefix)", field=field
             )

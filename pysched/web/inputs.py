@@ -44,11 +44,17 @@ def only_keys(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
 
 
 def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> str | None:
-    value = body.get(key)
-    if value is None:
+    """A string field of a JSON body; None when it is left out. ``null`` is not "left out"
+    (the OpenAPI document types these fields as plain strings): it is a 422 like any other
+    value of the wrong type, so a script's unset variable is not taken for the default."""
+    if key not in body:
         if required:
             raise ApiError(422, f"{key!r} is required", field=key)
         return None
+    value = body[key]
+    if value is None:
+        default = "it is required" if required else f"leave {key!r} out for the default"
+        raise ApiError(422, f"{key!r} must be a string, not null ({default})", field=key)
     if not isinstance(value, str):
         raise ApiError(422, f"{key!r} must be a string", field=key)
     if len(value) > 1000:

@@ -239,6 +239,14 @@ BAD_REQUESTS = [
     ),
     ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "9999-12-31"}, 422, "run_date"),
     ("POST", "/api/v1/tokens", {"name": "ann\n", "role": "viewer"}, 422, "name"),
+    # null is a value of the wrong type, not "left out"
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": None}, 422, "run_date"),
+    ("POST", f"/api/v1/runs/extract.{D}.1/hold", {"why": None}, 422, "why"),
+    ("POST", "/api/v1/tokens", {"name": "ok", "role": None}, 422, "role"),
+    ("POST", "/api/v1/tokens", {"name": None, "role": "viewer"}, 422, "name"),
+    ("POST", "/api/v1/jobs/extract/backfill", {"from": None, "to": D}, 422, "from"),
+    ("GET", "/api/v1/events?last_event_id=", None, 400, "last_event_id"),
+    ("GET", "/api/v1/config/diff?from=&to=abcdef", None, 400, "from"),
 ]
 
 
