@@ -9,6 +9,7 @@ into the audit trail of every action.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -67,6 +68,23 @@ class TokenBook:
         except OSError as exc:
             raise TokenFileError(f"{self.path}: cannot write the tokens file: {exc}") from exc
         self.tokens = tokens
+
+
+def still_in_force(book: TokenBook, entry: TokenEntry, needed: Role) -> Callable[[], bool]:
+    """Whether ``entry`` (checked when a long request began) is still in force for
+    ``needed``: an event stream asks before each write, so a revoked token (or a reload
+    that took it away or lowered its role) ends the streams it opened."""
+    seen: list[Tokens] = [book.tokens]
+    answer = [True]
+
+    def check() -> bool:
+        if book.tokens is not seen[0]:  # the set is replaced whenever it changes
+            seen[0] = book.tokens
+            now = book.tokens.get(entry.name)
+            answer[0] = now is not None and now.sha256 == entry.sha256 and now.role.allows(needed)
+        return answer[0]
+
+    return check
 
 
 def authorize(header: str | None, tokens: Tokens, needed: Role) -> TokenEntry:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 
 import orjson
 import trio
@@ -136,9 +136,12 @@ async def event_frames(
     keepalive_seconds: float,
     encoded: EncodedEvents,
     turns: Turns | None = None,
+    allowed: Callable[[], bool] | None = None,
 ) -> AsyncGenerator[bytes]:
-    """The SSE frames of the events after ``after``, until ``stopping`` is set; each write
-    waits for a turn when ``turns`` is given (the service shares one among its streams).
+    """The SSE frames of the events after ``after``, until ``stopping`` is set, or until
+    ``allowed()`` (asked before each write) says the caller may no longer read them (its token
+    was revoked); each write waits for a turn when ``turns`` is given (the service shares one
+    among its streams).
 
     **Cancellation:** the generator holds no cancel scope across a ``yield``; each wait (and
     each turn) ends before the next frame goes out.
@@ -149,6 +152,8 @@ async def event_frames(
         yield _reset(log)
         cursor = log.last_id
     while not stopping.is_set():
+        if allowed is not None and not allowed():
+            return
         events = log.since(cursor)
         if events is None:
             yield _reset(log)
@@ -165,7 +170,7 @@ async def event_frames(
                 cursor = chunk[-1].id
             continue
         woke = await _wait(log.next_published(), stopping, keepalive_seconds)
-        if not woke and not stopping.is_set():
+        if not woke and not stopping.is_set() and (allowed is None or allowed()):
             yield b": keepalive\n\n"
 
 

@@ -11,7 +11,9 @@ import orjson
 from quart import Response
 
 from pysched.metrics import CONTENT_TYPE
+from pysched.tokens import Role
 from pysched.web.api_errors import ApiError
+from pysched.web.auth import still_in_force
 from pysched.web.context import Call
 from pysched.web.event_stream import event_frames, resume_point
 
@@ -67,6 +69,11 @@ async def events(call: Call) -> Response:
         keepalive_seconds=context.keepalive_seconds,
         encoded=context.encoded,
         turns=context.stream_turns,
+        allowed=(
+            still_in_force(context.tokens, call.caller, Role.VIEWER)
+            if call.caller is not None
+            else None
+        ),
     )
     response = Response(frames, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"

@@ -170,6 +170,24 @@ async def test_a_second_stop_signal_ends_the_grace_at_once(tmp_path: Path) -> No
             assert trio.current_time() - again < 2
 
 
+async def test_revoking_a_token_ends_the_event_streams_it_opened(tmp_path: Path) -> None:
+    async with live(tmp_path) as (serving, client, nursery):
+        made = await client.post("/api/v1/tokens", json={"name": "screen", "role": "viewer"})
+        viewer = {"Authorization": f"Bearer {made.json()['token']}"}
+        async with (
+            httpx.AsyncClient(base_url=serving.urls[0], headers=viewer) as other,
+            other.stream("GET", "/api/v1/events") as stream,
+        ):
+            assert stream.status_code == 200
+            assert (await client.delete("/api/v1/tokens/screen")).status_code in (200, 204)
+            await client.post("/api/v1/jobs/hello/trigger", json={"run_date": "2026-10-16"})
+            with trio.fail_after(5):
+                frames = [line async for line in stream.aiter_lines() if line.startswith("id:")]
+            assert frames == []  # nothing after the revoke: the stream ended at the next event
+            assert (await other.get("/api/v1/runs")).status_code == 401
+        nursery.cancel_scope.cancel()
+
+
 async def test_reload_on_the_signal_and_over_the_api(tmp_path: Path) -> None:
     async with live(tmp_path) as (serving, client, nursery):
         engine = serving.engine
