@@ -14,10 +14,26 @@ import typer
 from pysched.cli.client import api_path, ask
 from pysched.cli.output import print_table
 from pysched.cli.run_display import local_time
+from pysched.config.model import version_prefix_problem
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
+
+
+def _version(text: str) -> str:
+    """A config version's name as given, or a usage error (exit 2) when it cannot be one."""
+    problem = version_prefix_problem(text)
+    if problem is not None:
+        raise typer.BadParameter(problem)
+    return text
+
+
 ShaArg = Annotated[
-    str, typer.Argument(help="A version's SHA-256, or a unique prefix of 6+.", show_default=False)
+    str,
+    typer.Argument(
+        help="A version's SHA-256, or a unique prefix of 6+.",
+        show_default=False,
+        callback=_version,
+    ),
 ]
 
 
@@ -61,8 +77,12 @@ def show(ctx: typer.Context, sha: ShaArg, as_json: JsonOpt = False) -> None:
 
 def diff(
     ctx: typer.Context,
-    old: Annotated[str, typer.Argument(help="The older version (SHA-256 or prefix).")],
-    new: Annotated[str, typer.Argument(help="The newer version (SHA-256 or prefix).")],
+    old: Annotated[
+        str, typer.Argument(help="The older version (SHA-256 or prefix).", callback=_version)
+    ],
+    new: Annotated[
+        str, typer.Argument(help="The newer version (SHA-256 or prefix).", callback=_version)
+    ],
     as_json: JsonOpt = False,
 ) -> None:
     """The unified diff between two config versions."""

@@ -233,6 +233,21 @@ class SchedulerSettings:
         return f"{'https' if self.tls else 'http'}://{self.listen}"
 
 
+SHORTEST_VERSION_PREFIX = 6
+"""A config version is named by its sha256 or a prefix of at least this many hex digits."""
+
+
+def version_prefix_problem(text: str) -> str | None:
+    """Why ``text`` cannot name a config version, or None when it can (the API and the CLI
+    refuse the same texts, with these words)."""
+    if len(text) >= SHORTEST_VERSION_PREFIX and all(c in "0123456789abcdef" for c in text.lower()):
+        return None
+    return (
+        f"{text!r} is not a config version: give at least {SHORTEST_VERSION_PREFIX} hex digits "
+        "of its sha256 (pysched config versions lists them)"
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """A whole checked config. ``text`` and ``sha256`` identify the version it came from."""

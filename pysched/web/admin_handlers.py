@@ -11,13 +11,13 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from pysched.config.model import version_prefix_problem
 from pysched.tokens import check_name, parse_role
 from pysched.web.api_errors import ApiError
 from pysched.web.context import Call
 from pysched.web.inputs import only_keys, text_field, text_query
 
 Reply = tuple[int, Any]
-_SHORTEST_PREFIX = 6
 
 
 async def reload(call: Call) -> Reply:
@@ -54,13 +54,9 @@ def _version_view(data: Mapping[str, Any], current: str, *, text: bool) -> dict[
 
 
 def _find_version(call: Call, key: str, field: str) -> Mapping[str, Any]:
-    if len(key) < _SHORTEST_PREFIX or any(c not in "0123456789abcdef" for c in key.lower()):
-        raise ApiError(
-            400,
-            f"{field} {key!r} is not a config version: give at least {_SHORTEST_PREFIX} hex digits "
-            "of its sha256 (pysched config versions lists them)",
-            field=field,
-        )
+    problem = version_prefix_problem(key)
+    if problem is not None:
+        raise ApiError(400, f"{field} {problem}", field=field)
     matches = [v for v in call.engine.config_versions() if v["sha256"].startswith(key.lower())]
     if not matches:
         raise ApiError(404, f"no config version {key!r}")

@@ -398,6 +398,12 @@ def test_config_versions_show_and_diff(api: FakeApi) -> None:
     assert (api.last.url.params["from"], api.last.url.params["to"]) == ("aaaaaa", "bbbbbb")
     api.on("GET", "/api/v1/config/versions/bbbbbb", {"sha256": "b" * 64, "text": "jobs: {}\n"})
     assert cli("config", "show", "bbbbbb").stdout == "jobs: {}\n"
+    asked = len(api.requests)
+    for args in (("diff", "ab1f2", "bbbbbb"), ("diff", "aaaaaa", "zzzzzz"), ("show", "xyz")):
+        bad = cli("config", *args)
+        assert bad.exit_code == 2, args  # a usage mistake, caught before asking the server
+        assert "is not a config" in bad.output
+    assert len(api.requests) == asked
 
 
 def test_403_names_the_role(api: FakeApi) -> None:
