@@ -31,3 +31,14 @@ def test_the_service_and_the_cli_do_not_load_pytest(module: str) -> None:
     loaded = loaded_after(f"import {module}")
     assert module in loaded
     assert not {"pytest", "_pytest", "trio.testing"} & loaded
+
+
+def test_the_cli_loads_neither_trio_nor_the_yaml_parser_until_a_command_needs_them() -> None:
+    """Every command pays for what ``pysched.cli.app`` imports: the commands that talk to a
+    server need httpx and typer, not the engine, the store, trio or the YAML parser (together
+    about half of the CLI's start, once)."""
+    loaded = loaded_after("import pysched.cli.app")
+    assert not {"trio", "ruamel.yaml", "pysched.store", "pysched.engine.core"} & loaded
+    assert {"pysched.config.loader", "ruamel.yaml"} <= loaded_after(
+        "import pysched.cli.app\nfrom pysched.config import load_config"
+    )

@@ -39,12 +39,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pysched.cli.context import Globals
-from pysched.config import Config, ConfigError, load_config
-from pysched.errors import PyschedError
+from pysched.errors import ConfigError, PyschedError
 from pysched.server_file import Current, read_current
 from pysched.tokens import read_admin_token
+
+if TYPE_CHECKING:
+    from pysched.config import Config
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -82,6 +85,8 @@ def resolve(options: Globals, env: Mapping[str, str] | None = None) -> Target:
     if options.config is not None:
         if current is not None and not _same_file(options.config, current):
             current = None  # another server's: its address and token are not this config's
+        from pysched.config import load_config  # here: the YAML parser is slow to import
+
         try:
             config = load_config(options.config)
         except ConfigError as exc:

@@ -16,10 +16,10 @@ import typer
 from pysched.cli.arguments import parse_date, parse_instant, parse_zone
 from pysched.cli.job_commands import remote_forecast
 from pysched.cli.output import fail, print_json, print_table, problem_json
-from pysched.config import Config, ConfigError, load_config
-from pysched.config.fields import did_you_mean
+from pysched.config import Config
+from pysched.config.hints import did_you_mean
 from pysched.engine.forecast import forecast
-from pysched.errors import CronError
+from pysched.errors import ConfigError, CronError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
 from pysched.timing.cron import Cron
 
@@ -28,6 +28,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 
 def _load(path: Path, as_json: bool) -> Config:
+    from pysched.config import load_config  # here: the YAML parser is slow to import
+
     try:
         return load_config(path)
     except ConfigError as exc:

@@ -23,7 +23,7 @@ from pysched.cli.run_display import (
     paint_state,
     seconds_between,
 )
-from pysched.config.fields import did_you_mean
+from pysched.config.hints import did_you_mean
 from pysched.engine.runs import RunState
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]

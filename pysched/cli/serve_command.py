@@ -6,14 +6,12 @@ import enum
 from pathlib import Path
 from typing import Annotated
 
-import trio
 import typer
 
 from pysched.cli.context import globals_of
 from pysched.cli.output import fail
-from pysched.config import ConfigError, load_config
 from pysched.config.model import Listen
-from pysched.errors import StoreError, TokenFileError
+from pysched.errors import ConfigError, StoreError, TokenFileError
 
 
 class LogFormat(enum.Enum):
@@ -45,6 +43,9 @@ def serve_command(
 ) -> None:
     """Run the scheduler until SIGTERM or SIGINT (running attempts stay with their minders);
     SIGHUP reloads the config."""
+    import trio
+
+    from pysched.config import load_config
     from pysched.launch.local import LocalLauncher
     from pysched.log_format import configure_logging
     from pysched.service import serve

@@ -11,8 +11,6 @@ from typing import Annotated
 import typer
 
 from pysched.cli.output import print_json
-from pysched.store.check import inspect_state_dir
-from pysched.store.layout import segment_name
 
 StateDirArg = Annotated[
     Path, typer.Argument(help="The scheduler's state dir (its journal).", show_default=False)
@@ -31,6 +29,10 @@ def check(state_dir: StateDirArg, as_json: JsonOpt = False) -> None:
     last line (a crash mid-write) is a warning: the next start cuts it. Damage in an archive
     file is a problem too, but it does not stop a start: archives are not read then.
     """
+    # here: the store brings trio, which the commands that talk to a server never need
+    from pysched.store.check import inspect_state_dir
+    from pysched.store.layout import segment_name
+
     report = inspect_state_dir(state_dir)
     if as_json:
         print_json(report.to_json())

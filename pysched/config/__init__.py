@@ -6,7 +6,8 @@ each with its ``file:line:col``.
 
 from __future__ import annotations
 
-from pysched.config.loader import load_config, parse_config
+from typing import TYPE_CHECKING
+
 from pysched.config.model import (
     Backoff,
     CatchUp,
@@ -39,3 +40,16 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
+
+if TYPE_CHECKING:
+    from pysched.config.loader import load_config, parse_config
+
+
+def __getattr__(name: str) -> object:
+    """The loader, on first use: it brings the YAML parser, which the CLI talking to a server
+    never needs (it starts a good part faster without)."""
+    if name in ("load_config", "parse_config"):
+        from pysched.config import loader
+
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

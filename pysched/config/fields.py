@@ -8,7 +8,6 @@ a config in one pass rather than one error at a time.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import re
 from collections.abc import Iterable
@@ -16,6 +15,7 @@ from datetime import timedelta
 from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from pysched.config.hints import did_you_mean
 from pysched.config.yaml_tree import Place, YMap, YNode, YScalar, YSeq, kind_of
 from pysched.errors import DurationError, Problem
 from pysched.timing.durations import parse_duration
@@ -24,12 +24,6 @@ E = TypeVar("E", bound=enum.Enum)
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 """Names of jobs, pools and calendars: they form run ids ``<job>.<run_date>.<n>``."""
-
-
-def did_you_mean(word: str, options: Iterable[str]) -> str | None:
-    """A hint naming the option closest to ``word``, or None when nothing is close."""
-    matches = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
-    return f"did you mean {matches[0]!r}?" if matches else None
 
 
 class FieldReader:

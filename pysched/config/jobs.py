@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from pysched.config.fields import FieldReader, did_you_mean
+from pysched.config.fields import FieldReader
+from pysched.config.hints import did_you_mean
 from pysched.config.model import (
     Backoff,
     CatchUp,

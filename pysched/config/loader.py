@@ -16,8 +16,9 @@ from datetime import date
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from pysched.config.fields import FieldReader, did_you_mean
+from pysched.config.fields import FieldReader
 from pysched.config.graph import find_cycles
+from pysched.config.hints import did_you_mean
 from pysched.config.jobs import JOB_KEYS, JobBuilder, JobContext
 from pysched.config.model import CatchUp, Config, Job, Listen, SchedulerSettings, Tls
 from pysched.config.secrets import Secrets, load_secrets_file
