@@ -32,9 +32,9 @@ class ReloadWatcher(Protocol):
     """Who hears that a reload begins and ends (systemd's notifier: ``RELOADING=1``, then
     ``READY=1`` again whether the new file was applied or refused)."""
 
-    def reloading(self) -> object: ...
+    def reloading(self, status: str | None = None) -> object: ...
 
-    def ready(self) -> object: ...
+    def ready(self, status: str | None = None) -> object: ...
 
 
 class TokensSource(Protocol):
@@ -50,6 +50,17 @@ class ReloadOutcome:
     """The version in force after the reload."""
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+
+
+def _reload_status(outcome: ReloadOutcome | None) -> str:
+    """The one line ``systemctl status`` shows after a reload."""
+    if outcome is None:
+        return "reload failed; the running config stays"
+    if not outcome.applied:
+        count = len(outcome.problems)
+        problems = f"{count} problem{'s' if count != 1 else ''}"
+        return f"reload refused ({problems}); config {outcome.sha256[:12]} stays"
+    return f"config {outcome.sha256[:12]} {'applied' if outcome.changed else 'unchanged'}"
 
 
 _RESTART_ONLY = ("state_dir", "log_dir")
@@ -82,12 +93,14 @@ class Reloader:
         """
         async with self._lock:
             if self._watcher is not None:
-                self._watcher.reloading()
+                self._watcher.reloading(status=f"reloading {self._path}")
+            outcome: ReloadOutcome | None = None
             try:
-                return await self._reload(by)
+                outcome = await self._reload(by)
+                return outcome
             finally:
                 if self._watcher is not None:
-                    self._watcher.ready()
+                    self._watcher.ready(status=_reload_status(outcome))
 
     async def _reload(self, by: str) -> ReloadOutcome:
         engine = self._engine

@@ -57,21 +57,21 @@ flight ``GRACEFUL_SECONDS`` (5 s) of it, and closes idle connections at once."""
 class Notifier(Protocol):
     """Who hears about the service's life (systemd's notify socket, in production)."""
 
-    def ready(self) -> object: ...
+    def ready(self, status: str | None = None) -> object: ...
 
-    def reloading(self) -> object: ...
+    def reloading(self, status: str | None = None) -> object: ...
 
-    def stopping(self) -> object: ...
+    def stopping(self, status: str | None = None) -> object: ...
 
 
 class _Silent:
-    def ready(self) -> None:
+    def ready(self, status: str | None = None) -> None:
         pass
 
-    def reloading(self) -> None:
+    def reloading(self, status: str | None = None) -> None:
         pass
 
-    def stopping(self) -> None:
+    def stopping(self, status: str | None = None) -> None:
         pass
 
 
@@ -163,7 +163,10 @@ async def serve(
                     task_status.started(
                         Serving(engine=engine, urls=web.urls if web else [], reloader=reloader)
                     )
-                    notifier.ready()
+                    where = f" on {', '.join(web.urls)}" if web is not None else ""
+                    count = len(config.jobs)
+                    jobs = f"{count} job{'s' if count != 1 else ''}"
+                    notifier.ready(status=f"serving {jobs}{where}")
                     if isinstance(notifier, SystemdNotifier):
                         healthy = lambda: engine.error is None  # noqa: E731
                         nursery.start_soon(partial(run_watchdog, notifier, healthy=healthy))
@@ -184,7 +187,7 @@ async def serve(
                         log.info("%s: stopping (running attempts stay with their minders)", name)
                         result = ServeResult(code=0, reason=f"stopped by {name}")
                         break
-                    notifier.stopping()
+                    notifier.stopping(status="stopping; running attempts stay with their minders")
                     engine.stop_starting()  # at once: the web's stop may take its grace
                     if web is not None:
                         with trio.CancelScope() as grace:
@@ -332,7 +335,7 @@ class _Web:
                 "created the first admin token in %s (readable only by you); the CLI on this "
                 "machine finds it with -c %s, or give --token / PYSCHED_TOKEN",
                 admin_path,
-                config.path,
+                config.path.absolute(),  # the hint must work from any folder
             )
         else:
             log.info(

@@ -119,6 +119,9 @@ def create_app(context: WebContext) -> QuartTrio:
             endpoint=f"{route.method} {route.path}",
             view_func=view(route),
             methods=[route.method],
+            # no automatic OPTIONS answer: it would be the one route answering without a
+            # token (and in HTML); OPTIONS gets the 405 of any method a path does not take
+            provide_automatic_options=False,
         )
 
     @app.errorhandler(HTTPException)

@@ -148,7 +148,9 @@ async def event_frames(
     """
     yield b"retry: 2000\n\n"
     cursor = log.last_id if after is None else after
-    if cursor > log.last_id:
+    if cursor > log.last_id or 0 < cursor < log.first_id - 1:
+        # an id this log never gave: from the future, or from before a restart (ids grow
+        # across restarts); a reset at once, not at the next event
         yield _reset(log)
         cursor = log.last_id
     while not stopping.is_set():

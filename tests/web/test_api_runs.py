@@ -340,3 +340,12 @@ async def test_durations_grow_while_running_and_stay_once_finished(
             _, body = await api.get(f"/api/v1/runs?job=extract&date={D}")
             assert body["runs"][0]["state"] == "succeeded"
             assert body["runs"][0]["duration_s"] == 60.0
+
+
+async def test_options_is_not_answered_without_a_token(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        client = api.app.test_client()
+        for path in ("/api/v1/tokens", "/api/v1/runs", "/healthz"):
+            response = await client.options(path)
+            assert response.status_code == 405, path
+            assert (await response.get_json())["error"]["status"] == 405

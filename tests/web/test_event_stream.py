@@ -98,6 +98,15 @@ async def test_an_id_from_before_a_restart_gets_a_reset() -> None:
     assert frames[0][:2] == (3, "reset")
 
 
+async def test_an_id_from_an_earlier_life_gets_a_reset_before_any_new_event() -> None:
+    # the new scheduler counts from the clock: ids of the old one are below its first, and a
+    # client that comes back with one hears "reset" at once, not at the next event
+    log = EventLog(capacity=100, first_id=1_000_000)
+    with trio.fail_after(5):
+        frames = await collect(log, 999_000, Stopping(), 1)
+    assert frames[0][:2] == (999_999, "reset")
+
+
 async def test_the_stream_ends_when_the_service_stops() -> None:
     log = EventLog(capacity=100)
     stopping = Stopping()

@@ -239,19 +239,25 @@ async def test_systemd_hears_ready_reloading_and_stopping(tmp_path: Path) -> Non
                     return
 
         try:
-            async with live(tmp_path, SystemdNotifier(address)) as (_serving, _client, _nursery):
+            async with live(tmp_path, SystemdNotifier(address)) as (serving, _client, _nursery):
                 drain()
-                assert messages == ["READY=1"]
+                # STATUS= is the line `systemctl status` shows
+                assert messages == [f"READY=1\nSTATUS=serving 1 job on {serving.urls[0]}"]
                 os.kill(os.getpid(), RELOAD)
                 with trio.fail_after(10):
                     while len(messages) < 3:
                         await trio.sleep(0.05)
                         drain()
                 assert messages[1].startswith("RELOADING=1\nMONOTONIC_USEC=")
-                assert messages[2] == "READY=1"
+                assert messages[1].endswith("\nSTATUS=reloading " + str(tmp_path / "pysched.yaml"))
+                sha = serving.engine.config.sha256[:12]
+                assert messages[2] == f"READY=1\nSTATUS=config {sha} unchanged"
                 os.kill(os.getpid(), STOP)
             drain()
-            assert messages[-1] == "STOPPING=1"
+            assert (
+                messages[-1]
+                == "STOPPING=1\nSTATUS=stopping; running attempts stay with their minders"
+            )
         finally:
             listener.close()
 
