@@ -128,6 +128,12 @@ class EngineCore:
         self._heap_version: dict[str, int] = {}
         self._sleep_scope: trio.CancelScope | None = None
         self._starting_stopped = False
+        self._recovering = 0
+        """Attempts found running at start-up whose launcher has not answered yet."""
+        self._after_recovery: list[Call] = []
+        """Catch-up, held back until every attempt found running has been asked after: an
+        attempt that ended while the scheduler was down must count as ended, not going, when
+        the overlap rules judge the firings it missed."""
         self._last_firing: dict[str, datetime] = {}
         self._disabled: set[str] = set()
         self._configs: dict[str, Mapping[str, Any]] = {}
@@ -284,7 +290,11 @@ class EngineCore:
                 # enabled again)
                 self._watermark(name, now, disabled=not job.enabled)
             elif last < now:
-                self._post(Call(handler=lambda job=job, last=last: self._catch_up(job, last, now)))
+                catch_up = Call(handler=lambda job=job, last=last: self._catch_up(job, last, now))
+                if self._recovering:
+                    self._after_recovery.append(catch_up)
+                else:
+                    self._post(catch_up)
             self._plan(name, now)
         self._post(Dispatch())
 
@@ -816,7 +826,9 @@ class EngineCore:
         await self.clock.sleep_until(deadline)
         if watch.kill_reason is None:
             watch.kill_reason = AttemptOutcome.TIMED_OUT
-        await handle.kill(self.kill_grace)
+        # a task of its own: the kill's grace goes on after the attempt's end (the command may
+        # die at once and leave children that ignore SIGTERM, which SIGKILL must still reach)
+        self._spawn(handle.kill, self.kill_grace)
 
     def _recover_attempt(self, run: Run, stop: tuple[str, datetime] | None = None) -> None:
         """After a restart: adopt a still-running attempt, record one that ended, or lose it.
@@ -853,22 +865,37 @@ class EngineCore:
                 scheduled_for=run.scheduled_for,
             )
         found_spec = spec
+        self._recovering += 1
         self._effects.append(
             lambda: self._spawn(self._adopt, run.run_id, found_spec, attempt, watch)
         )
 
     async def _adopt(self, run_id: str, spec: AttemptSpec, attempt: Attempt, watch: _Watch) -> None:
-        found = await self.launcher.recover(spec, attempt.info)
-        if isinstance(found, NotStarted):
-            self._post(
-                AttemptEnded(run_id=run_id, number=watch.number, status=None, never_started=True)
-            )
-            return
-        if found is None or isinstance(found, ExitStatus):
-            self._post(AttemptEnded(run_id=run_id, number=watch.number, status=found))
-            return
+        try:
+            found = await self.launcher.recover(spec, attempt.info)
+            if isinstance(found, NotStarted):
+                self._post(
+                    AttemptEnded(
+                        run_id=run_id, number=watch.number, status=None, never_started=True
+                    )
+                )
+                return
+            if found is None or isinstance(found, ExitStatus):
+                self._post(AttemptEnded(run_id=run_id, number=watch.number, status=found))
+                return
+        finally:
+            self._recovered_one()
         watch.handle = found
         await self._wait_attempt(run_id, found, watch, started_at=attempt.started_at)
+
+    def _recovered_one(self) -> None:
+        """One attempt found running at start-up has been asked after (its end, if it ended,
+        is posted); after the last, the held-back catch-up goes in behind those ends."""
+        self._recovering -= 1
+        if self._recovering == 0:
+            held, self._after_recovery = self._after_recovery, []
+            for call in held:
+                self._post(call)
 
     # -- handlers (inside the loop) --------------------------------------------------------
 

@@ -72,6 +72,7 @@ _MINDER_BOOT = (
 )
 _POLL = 0.1  # seconds between looks when pidfds are unavailable
 _KILL_POLL = 0.05  # seconds between looks at a process group during a kill's grace
+_ORPHAN_POLL = 0.25  # the same once the command has ended and /proc must be read for members
 _STARTED_WAIT = 2.0  # how long kill waits for a fresh minder to say what it started
 _HOST_TRIES = 3  # hosts tried for one start before giving up (each died before forking)
 
@@ -264,12 +265,13 @@ class LocalAttempt:
         return None
 
     async def kill(self, grace: timedelta) -> None:
-        """SIGTERM the command's process group; SIGKILL the group if the command outlives
+        """SIGTERM the command's process group; SIGKILL what is left of the group after
         ``grace``.
 
-        Returns once the command has ended or SIGKILL is sent; starts nothing that outlives
-        it. If the command ends within the grace, members of its group that ignored SIGTERM
-        are left alone (as the engine does: its wait returns and cancels the grace).
+        Returns once the whole group is gone or SIGKILL is sent; starts nothing that outlives
+        it. The command itself may end at once and its children live on (``sh -c script``:
+        the shell dies of SIGTERM, a script that ignores it carries on): the attempt has ended
+        then, but the grace runs on for the group, and SIGKILL reaches what is left.
         """
         if self._status is not None or self._ended():
             await trio.lowlevel.checkpoint()
@@ -279,14 +281,43 @@ class LocalAttempt:
             return  # the command never started, or the attempt is over: nothing to signal
         if not _signal_group(pgid, signal.SIGTERM):
             return
-        # The grace ends early once the minder has ended (the command's leader was reaped) or
-        # the whole group is gone. Not "group gone" alone: killed members can linger as
-        # zombies where PID 1 reaps slowly (containers), and would stretch every kill.
+        # The grace ends early once no live process is left in the group. While the command
+        # runs, the group is alive; once it has ended, /proc says whether any member is left
+        # (zombies waiting for a slow PID 1 to reap them, in a container, do not count).
         with trio.move_on_after(max(grace.total_seconds(), 0)):
-            while _signal_group(pgid, 0) and not self._ended():
-                await trio.sleep(_KILL_POLL)
-            return
+            while True:
+                if not self._ended():
+                    if not _signal_group(pgid, 0):
+                        return
+                    await trio.sleep(_KILL_POLL)
+                elif not _group_alive(pgid):
+                    return
+                else:
+                    await trio.sleep(_ORPHAN_POLL)
         _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a live (not zombie) member, from ``/proc``."""
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: the group answers, so take it as alive
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        # fields[0] is the state (field 3), fields[2] the process group (field 5)
+        if len(fields) > 2 and fields[2] == b"%d" % pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

@@ -276,3 +276,25 @@ async def test_retention_keeps_an_old_failure_that_a_blocked_run_still_waits_on(
         await engine.mark_success("fail.2026-10-19.1", by="ann")
         await h.advance(engine, minutes=30)
         assert engine.book.get("dep.2026-10-19.1").state is RunState.SUCCEEDED
+
+
+async def test_an_attempt_that_ended_while_down_does_not_skip_the_firing_it_missed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Catch-up is judged after the attempts found running are asked after: one that ended
+    while the scheduler was down is no longer going, so ``overlap: skip`` lets the missed
+    firing run (it used to be skipped as "still running")."""
+    h = Harness(
+        config_from(hourly("all", "overlap: skip")), durations={"tick": timedelta(minutes=40)}
+    )
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=10)
+        assert states(engine) == {"tick.2026-10-19.1": "running"}
+    await h.clock.advance(timedelta(hours=1, minutes=5))  # down until 02:15; tick.1 ended 01:40
+    async with h.engine(store=h.store.reopen()) as engine:
+        await engine.settle()
+        assert engine.book.get("tick.2026-10-19.1").state is RunState.SUCCEEDED
+        missed = engine.book.get("tick.2026-10-19.2")  # the 02:00 firing, caught up
+        assert missed.state is not RunState.SKIPPED, missed.reason
+        await h.advance(engine, minutes=45)
+        assert missed.state is RunState.SUCCEEDED

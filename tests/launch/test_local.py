@@ -128,6 +128,35 @@ async def test_kill_escalates_to_sigkill_after_the_grace(launcher):
     assert trio.current_time() - begun >= 0.3
 
 
+async def test_kill_reaches_children_that_outlive_the_command(launcher, tmp_path):
+    """``sh -c script``: the shell dies of SIGTERM at once, the script it started ignores it
+    and carries on. The attempt has ended; the grace goes on for the group, then SIGKILL."""
+    script = tmp_path / "stubborn.sh"
+    script.write_text("trap '' TERM\nwhile :; do sleep 0.05; done\n")
+    handle = await launcher.start(make_spec(f"/bin/sh {script}; echo after"))
+    marker = launcher.log_dir / "job" / "2026-10-19" / "job.2026-10-19.1.1.spawned"
+    with trio.fail_after(5):
+        while not marker.stat().st_size:
+            await trio.sleep(0.01)
+    pgid = json.loads(marker.read_text())["pgid"]
+    begun = trio.current_time()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handle.kill, timedelta(seconds=0.5))
+            status = await handle.wait()
+            assert status.signal == signal.SIGTERM  # the shell, at once
+            assert trio.current_time() - begun < 0.5
+        # the kill returned: SIGKILL has gone to what was left, after the grace
+    assert trio.current_time() - begun >= 0.5
+    with trio.fail_after(5):
+        while True:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                break
+            await trio.sleep(0.05)
+
+
 async def test_kill_after_the_end_does_nothing(launcher):
     handle = await launcher.start(make_spec("exit 0"))
     status = await handle.wait()
