@@ -81,6 +81,9 @@ class JobBuilder:
         self._ctx = context
         self.secret_names: dict[str, Place] = {}
         """Every ``${NAME}`` used, with the first place it was used (checked by the loader)."""
+        self.same_date_upstreams: dict[str, list[str]] = {}
+        """Each job read (built or not: a job with another mistake still takes part in the
+        cycle check) and the other jobs it waits for on the same run date."""
 
     def build(self, name: str, key: YScalar, entries: Mapping[str, YNode]) -> Job | None:
         r = self._r
@@ -95,6 +98,9 @@ class JobBuilder:
         run_date = self._optional_choice(entries, "run_date", RunDateRule, "run_date")
         crons = self._crons(entries.get("schedule"))
         depends_on = self._depends_on(name, entries.get("depends_on"))
+        self.same_date_upstreams[name] = [
+            d.job for d in depends_on if d.date_offset == 0 and d.job != name
+        ]
         if crons == () and not depends_on and "depends_on" not in entries:
             r.report(
                 key.place,

@@ -433,11 +433,7 @@ def _jobs(
         if job is not None:
             jobs[name] = job
 
-    edges = {
-        name: [d.job for d in job.depends_on if d.date_offset == 0 and d.job != name]
-        for name, job in jobs.items()
-    }
-    for cycle in find_cycles(edges):
+    for cycle in find_cycles(builder.same_date_upstreams):
         reader.report(
             keys[cycle[0]].place,
             f"dependency cycle: {' -> '.join(cycle)}",

@@ -415,3 +415,23 @@ def test_every_problem_reported_at_once() -> None:
     joined = "\n".join(found)
     for fragment in ("slots", "comand", "minute", "Mars/Olympus", "bogus", "nobody"):
         assert fragment in joined
+
+
+def test_a_cycle_through_a_job_with_another_mistake_is_reported_with_it() -> None:
+    """Found by an operator: the cycle only showed once the unknown pool was fixed."""
+    found = problems(
+        """
+        jobs:
+          a:
+            schedule: "0 2 * * *"
+            command: echo ${NOPE_NOT_SET}
+            depends_on: [b]
+          b:
+            depends_on: [a]
+            command: echo b
+            pool: nosuchpool
+        """
+    )
+    joined = "\n".join(found)
+    for fragment in ("unknown pool 'nosuchpool'", "dependency cycle: a -> b -> a", "NOPE_NOT_SET"):
+        assert fragment in joined, found
