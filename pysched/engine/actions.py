@@ -141,7 +141,9 @@ class Engine(EngineCore):
         def handler() -> Run:
             run = self.book.get(run_id)
             if run.state is RunState.RUNNING:
-                raise ActionError(f"cannot force {run_id}: it is running", state="running")
+                raise ActionError(
+                    f"cannot force {run_id}: it is running (already started)", state="running"
+                )
             self._still_configured(run, "force")
             self._touch(run)
             if run.state.finished:
@@ -161,8 +163,9 @@ class Engine(EngineCore):
         def handler() -> Run:
             run = self.book.get(run_id)
             if run.state in (RunState.RUNNING, RunState.SUCCEEDED):
+                hint = " — kill or cancel it first" if run.state is RunState.RUNNING else ""
                 raise ActionError(
-                    f"cannot mark {run_id} successful: it is {run.state.value}",
+                    f"cannot mark {run_id} successful: it is {run.state.value}{hint}",
                     state=run.state.value,
                 )
             self._unwatch(run, self.config.jobs.get(run.job))
@@ -283,8 +286,9 @@ class Engine(EngineCore):
     def _run(self, run_id: str, action: str, allowed: tuple[RunState, ...]) -> Run:
         run = self.book.get(run_id)
         if run.state not in allowed:
+            hint = _ONLY.get(action, "")
             raise ActionError(
-                f"cannot {action} {run_id}: it is {run.state.value}", state=run.state.value
+                f"cannot {action} {run_id}: it is {run.state.value}{hint}", state=run.state.value
             )
         return run
 
@@ -311,6 +315,14 @@ class Engine(EngineCore):
 
     def _release(self, run: Run) -> None:
         self._evaluate(run)  # re-judged from scratch, as if just created
+
+
+_ONLY = {
+    "release": " — only a held run can be released",
+    "kill": " — only a running run can be killed (cancel stops a run in any state)",
+    "rerun": " — only a finished run can be rerun (cancel or kill it first)",
+}
+"""What a refusal adds, after the state it names, so the message also says the way out."""
 
 
 def _who(verb: str, by: str, why: str) -> str:

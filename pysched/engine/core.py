@@ -594,7 +594,9 @@ class EngineCore:
         self._effect_publish("run_created", run, trigger=trigger.value, upstream=upstream)
         hold = self._job_holds.get(job.name)
         if hold is not None:
-            self._move(run, RunState.HELD, f"job held by {hold.get('by') or 'an operator'}")
+            why = hold.get("why") or ""
+            reason = f"job held by {hold.get('by') or 'an operator'}"
+            self._move(run, RunState.HELD, f"{reason}: {why}" if why else reason)
         else:
             self._evaluate(run)
         for downstream in self._dependency_only.get(job.name, ()):
@@ -991,7 +993,10 @@ class EngineCore:
                 run,
                 RunState.RETRYING,
                 f"attempt {work.number} {_said(outcome, status)}; retry {retry} of "
-                f"{job.retries.count} at {run.next_try_at.isoformat()}",
+                # to the second, as every time an operator reads (the instant itself keeps
+                # its microseconds in next_try_at)
+                f"{job.retries.count} at "
+                f"{run.next_try_at.replace(microsecond=0).isoformat()}",
             )
             self._arm_retry(run)
         else:

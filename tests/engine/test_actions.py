@@ -143,7 +143,7 @@ async def test_hold_job_holds_new_runs(autojump_clock: trio.testing.MockClock) -
         await h.advance(engine, hours=3)
         up = engine.book.get("up.2026-10-19.1")
         assert up.state is RunState.HELD
-        assert up.reason == "job held by ann"
+        assert up.reason == "job held by ann: maintenance"
         released = await engine.release_job("up", by="ann")
         assert [r.run_id for r in released] == ["up.2026-10-19.1"]
         await h.advance(engine, hours=1)
