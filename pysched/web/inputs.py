@@ -84,7 +84,11 @@ def date_value(text: str, field: str, *, status: int = 400) -> date:
 def whole_number(text: str, field: str, *, digits: int = 18) -> int:
     """A non-negative whole number written in ASCII digits (no sign, at most ``digits``)."""
     if not (text.isascii() and text.isdigit() and len(text) <= digits):
-        raise ApiError(400, f"{field} {text[:40]!r} is not a whole number", field=field)
+        raise ApiError(
+            400,
+            f"{field} {text[:40]!r} is not a count: write it in digits, with no sign, like 20",
+            field=field,
+        )
     return int(text)
 
 
