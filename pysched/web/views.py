@@ -42,12 +42,19 @@ def attempt_view(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def _series_start(run: Run) -> datetime:
+    """When the run's current series of attempts began (a rerun or force starts a new one:
+    the time an operator took to rerun is not the job's)."""
+    attempts = run.attempts
+    return attempts[min(run.series_start, len(attempts) - 1)].started_at
+
+
 def run_duration(run: Run, now: datetime) -> float | None:
-    """Seconds from the run's first attempt to its last attempt's end (to ``now`` while it
-    is still going); None before it started."""
+    """Seconds from the first attempt of the run's current series to its last attempt's end
+    (to ``now`` while it is still going); None before it started."""
     if not run.attempts:
         return None
-    start = run.attempts[0].started_at
+    start = _series_start(run)
     last = run.attempts[-1]
     if last.ended_at is not None and (run.state.finished or run.state is not RunState.RUNNING):
         end = last.ended_at
@@ -57,7 +64,8 @@ def run_duration(run: Run, now: datetime) -> float | None:
 
 
 class TypicalDurations:
-    """Each job's typical duration: the median of its latest succeeded runs.
+    """Each job's typical duration: the median of its latest succeeded runs (each from the
+    start of the series of attempts that succeeded to its end).
 
     Worked out at most once per ``max_age`` seconds per job and shared by every request (a
     list of a hundred runs asks for the same few jobs again and again; a statistic a few
@@ -79,8 +87,13 @@ class TypicalDurations:
             if run.state is RunState.SUCCEEDED:
                 attempts = run.attempts
                 last = attempts[-1] if attempts else None
-                if last is not None and last.ended_at is not None:
-                    durations.append((last.ended_at - attempts[0].started_at).total_seconds())
+                # a run marked successful whose attempts all failed says nothing of the job
+                if (
+                    last is not None
+                    and last.ended_at is not None
+                    and last.outcome is AttemptOutcome.SUCCEEDED
+                ):
+                    durations.append((last.ended_at - _series_start(run)).total_seconds())
                     if len(durations) == TYPICAL_SAMPLE:
                         break
         typical = statistics.median(durations) if durations else None

@@ -349,3 +349,22 @@ async def test_options_is_not_answered_without_a_token(tmp_path: Path) -> None:
             response = await client.options(path)
             assert response.status_code == 405, path
             assert (await response.get_json())["error"]["status"] == 405
+
+
+async def test_a_rerun_is_timed_from_its_own_start_not_the_first_series(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """An hour between a failure and the operator's rerun is not the job's running time, in
+    the run's duration or in the job's typical one."""
+    async with open_api(tmp_path, outcomes={"flaky": [1, 1, 0]}) as api:
+        await api.engine.trigger("flaky", date(2026, 10, 16))
+        await api.advance(minutes=5)
+        path = f"/api/v1/runs/flaky.{D}.1"
+        assert (await api.get(path))[1]["state"] == "failed"
+        await api.advance(hours=1)
+        await api.post(f"{path}/rerun", {}, role="operator")
+        await api.advance(minutes=5)
+        _, run = await api.get(path)
+        assert run["state"] == "succeeded"
+        assert run["duration_s"] == 60.0
+        assert run["typical_duration_s"] == 60.0
