@@ -44,17 +44,15 @@ def only_keys(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
 
 
 def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> str | None:
-    """A string field of a JSON body; None when it is left out. ``null`` is not "left out"
-    (the OpenAPI document types these fields as plain strings): it is a 422 like any other
-    value of the wrong type, so a script's unset variable is not taken for the default."""
-    if key not in body:
-        if required:
-            raise ApiError(422, f"{key!r} is required", field=key)
-        return None
-    value = body[key]
+    """A string field of a JSON body; None when it is left out or ``null`` (the OpenAPI
+    document types optional fields as string or null: clients that send every field, unset
+    ones as null, get the defaults). A required field must be a string."""
+    value = body.get(key)
     if value is None:
-        default = "it is required" if required else f"leave {key!r} out for the default"
-        raise ApiError(422, f"{key!r} must be a string, not null ({default})", field=key)
+        if required:
+            given = " (null is not a value)" if key in body else ""
+            raise ApiError(422, f"{key!r} is required{given}", field=key)
+        return None
     if not isinstance(value, str):
         raise ApiError(422, f"{key!r} must be a string", field=key)
     if len(value) > 1000:

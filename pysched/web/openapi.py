@@ -187,10 +187,12 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
-def _schema(param: Param) -> dict[str, Any]:
-    if param.schema == "date":
-        return dict(_DATE)
-    return {"type": param.schema}
+def _schema(param: Param, *, nullable: bool = False) -> dict[str, Any]:
+    """A parameter's schema; an optional body field may also be null (the same as left out)."""
+    schema: dict[str, Any] = dict(_DATE) if param.schema == "date" else {"type": param.schema}
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    return schema
 
 
 def _content(result: str) -> dict[str, Any]:
@@ -233,7 +235,13 @@ def openapi_document() -> dict[str, Any]:
         for status in sorted({*route.errors, *_input_errors(route)}):
             operation["responses"][str(status)] = _error(status)
         if route.body:
-            properties = {p.name: {**_schema(p), "description": p.description} for p in route.body}
+            properties = {
+                p.name: {
+                    **_schema(p, nullable=p.name not in route.required),
+                    "description": p.description,
+                }
+                for p in route.body
+            }
             operation["requestBody"] = {
                 "required": bool(route.required),
                 "content": {
