@@ -91,10 +91,7 @@ class Engine(EngineCore):
                 )
             if run.state is RunState.RUNNING:
                 if self._stop_asked(run) is RunState.CANCELLED:
-                    raise ActionError(
-                        f"cannot cancel {run_id}: it is already being cancelled ({run.reason})",
-                        state=run.state.value,
-                    )
+                    return run  # already being cancelled: the first request and its words stand
                 self._touch(run)
                 run.reason = _who("cancelled", by, why)
                 self._request_kill(run, RunState.CANCELLED)
@@ -108,13 +105,10 @@ class Engine(EngineCore):
     async def kill(self, run_id: str, *, by: str = "", why: str = "") -> Run:
         def handler() -> Run:
             run = self._run(run_id, "kill", (RunState.RUNNING,))
-            asked = self._stop_asked(run)
-            if asked is not None:  # a second kill would only reword it; a cancel stands
-                doing = "killed" if asked is AttemptOutcome.KILLED else "cancelled"
-                raise ActionError(
-                    f"cannot kill {run_id}: it is already being {doing} ({run.reason})",
-                    state=run.state.value,
-                )
+            if self._stop_asked(run) is not None:
+                # already being killed or cancelled: the first request and its words stand
+                # (a kill after a cancel would only make it end failed instead of cancelled)
+                return run
             self._touch(run)
             run.reason = _who("killed", by, why)
             self._request_kill(run, AttemptOutcome.KILLED)
