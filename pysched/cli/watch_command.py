@@ -95,11 +95,20 @@ class _Watch:
         kind = str(event.get("kind") or item.event)
         if kind == "reset" or item.event == "reset":
             self._last_id = item.id
-            typer.echo(
-                "note: the server no longer holds every event since the last one shown; "
-                "some were missed — 'pysched status' shows where things stand",
-                err=True,
-            )
+            data = event.get("data")
+            if isinstance(data, dict) and data.get("restarted"):  # pyright: ignore[reportUnknownMemberType]
+                typer.echo(
+                    "note: the server restarted; what it has done since it started follows "
+                    "(events of its last life may be missing — 'pysched status' shows where "
+                    "things stand)",
+                    err=True,
+                )
+            else:
+                typer.echo(
+                    "note: the server no longer holds every event since the last one shown; "
+                    "some were missed — 'pysched status' shows where things stand",
+                    err=True,
+                )
         if self._as_json:
             typer.echo(json.dumps(event, ensure_ascii=False))
             return

@@ -122,10 +122,14 @@ def resume_point(header: str | None, query: str | None) -> int | None:
     return int(text)
 
 
-def _reset(log: EventLog) -> bytes:
-    newest = log.last_id
-    data = orjson.dumps({"id": newest, "kind": RESET, "data": {}})
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (newest, RESET.encode(), data)
+def _reset(log: EventLog, *, restarted: bool = False) -> bytes:
+    """A ``reset`` to the newest event; or, for a client from before this scheduler started
+    (``restarted``), to just before its first event: what it did while starting (attempts
+    adopted or lost, catch-up) then follows, which is what an operator most needs to see."""
+    at = log.first_id - 1 if restarted else log.last_id
+    body = {"restarted": True} if restarted else {}
+    data = orjson.dumps({"id": at, "kind": RESET, "data": body})
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (at, RESET.encode(), data)
 
 
 async def event_frames(
@@ -148,11 +152,15 @@ async def event_frames(
     """
     yield b"retry: 2000\n\n"
     cursor = log.last_id if after is None else after
-    if cursor > log.last_id or 0 < cursor < log.first_id - 1:
-        # an id this log never gave: from the future, or from before a restart (ids grow
-        # across restarts); a reset at once, not at the next event
+    if cursor > log.last_id:  # an id this log never gave (a clock set back, another server)
         yield _reset(log)
         cursor = log.last_id
+    elif 0 < cursor < log.first_id - 1:
+        # from before this scheduler started (ids grow across restarts): a reset at once, and
+        # this life's events from its first, while the ring still holds it
+        restarted = log.since(log.first_id - 1) is not None
+        yield _reset(log, restarted=restarted)
+        cursor = log.first_id - 1 if restarted else log.last_id
     while not stopping.is_set():
         if allowed is not None and not allowed():
             return

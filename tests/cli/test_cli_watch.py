@@ -181,3 +181,20 @@ def test_watch_unauthorized_exit_1(api: FakeApi, sleeps: list[float]) -> None:
     assert result.exit_code == 1
     assert "error: bad token" in result.stderr
     assert "hint:" in result.stderr
+
+
+def test_watch_says_when_the_server_restarted(
+    api: FakeApi, sleeps: list[float], monkeypatch
+) -> None:
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch_command, "sleep", interrupt)
+    parts = [
+        b'id: 9\nevent: reset\ndata: {"id": 9, "kind": "reset", "data": {"restarted": true}}\n\n',
+        sse(10, "run_changed", run_id="a.2026-10-16.1", job="a", state="lost", reason=""),
+    ]
+    api.on("GET", "/api/v1/events", lambda r: httpx.Response(200, stream=Stream(parts, drop=True)))
+    result = cli("watch")
+    assert "the server restarted; what it has done since it started follows" in result.stderr
+    assert "a.2026-10-16.1" in result.stdout.splitlines()[-1]

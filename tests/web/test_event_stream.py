@@ -107,6 +107,19 @@ async def test_an_id_from_an_earlier_life_gets_a_reset_before_any_new_event() ->
     assert frames[0][:2] == (999_999, "reset")
 
 
+async def test_after_a_restart_a_client_gets_what_the_new_scheduler_did_since_it_started() -> None:
+    log = EventLog(capacity=100, first_id=1_000_000)
+    publish(log, 3)  # what it did while starting: attempts adopted or lost, catch-up
+    frames = await collect(log, 999_000, Stopping(), 4)
+    assert [(id, kind) for id, kind, _ in frames] == [
+        (999_999, "reset"),
+        (1_000_000, "run_changed"),
+        (1_000_001, "run_changed"),
+        (1_000_002, "run_changed"),
+    ]
+    assert frames[0][2]["data"] == {"restarted": True}
+
+
 async def test_the_stream_ends_when_the_service_stops() -> None:
     log = EventLog(capacity=100)
     stopping = Stopping()
