@@ -272,6 +272,11 @@ def read_yaml(text: str, file: str, *, pure: bool = False) -> tuple[YNode | None
         return None, [Problem(file=file, line=0, col=0, message=f"YAML error: {exc}")]
     except RecursionError:
         return None, [Problem(file=file, line=0, col=0, message="YAML nested too deeply")]
+    except AssertionError:
+        # the pure-Python parser (used where libyaml is missing) trips over some malformed
+        # comment layouts with an internal assert: still a file it cannot read, not a crash
+        message = "YAML the parser cannot read (check comments and indentation)"
+        return None, [Problem(file=file, line=0, col=0, message=message)]
     if root is None or (isinstance(root, ScalarNode) and cast(Any, root).value == ""):
         return None, []  # an empty document (libyaml gives an empty scalar, pure YAML None)
     try:
