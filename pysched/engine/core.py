@@ -263,7 +263,7 @@ class EngineCore:
     def _startup(self) -> None:
         now = self._time()
         self._record_config_version(by="startup")
-        stops = _stops_asked(self._actions.values())
+        stops = _stops_journaled(self._actions.values())
         for run in self.book:
             state = run.state
             if _going(run):  # what _move keeps up from here on
@@ -1274,7 +1274,7 @@ _STOPS: dict[str, AttemptOutcome | RunState] = {
 """The operator actions that stop a running attempt, and the watch's ``kill_reason`` each sets."""
 
 
-def _stops_asked(actions: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, datetime]]:
+def _stops_journaled(actions: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, datetime]]:
     """Per run id, the last kill or cancel asked for it (the action and when), from the
     journaled actions: after a restart an attempt asked to stop is stopped again."""
     stops: dict[str, tuple[str, datetime]] = {}

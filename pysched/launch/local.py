@@ -290,7 +290,7 @@ class LocalAttempt:
                     if not _signal_group(pgid, 0):
                         return
                     await trio.sleep(_KILL_POLL)
-                elif not _group_alive(pgid):
+                elif not await trio.to_thread.run_sync(_group_alive, pgid):  # reads all of /proc
                     return
                 else:
                     await trio.sleep(_ORPHAN_POLL)
@@ -298,24 +298,18 @@ class LocalAttempt:
 
 
 def _group_alive(pgid: int) -> bool:
-    """Whether process group ``pgid`` has a live (not zombie) member, from ``/proc``."""
+    """Whether process group ``pgid`` has a live (not zombie) member, from ``/proc`` (every
+    process's stat file: run it in a worker thread)."""
     if not _signal_group(pgid, 0):
         return False
     try:
         names = os.listdir("/proc")
     except OSError:
         return True  # no /proc: the group answers, so take it as alive
+    wanted = b"%d" % pgid
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2 :].split()
-        # fields[0] is the state (field 3), fields[2] the process group (field 5)
-        if len(fields) > 2 and fields[2] == b"%d" % pgid and fields[0] not in (b"Z", b"X"):
+        fields = minder.proc_stat(name) if name.isdigit() else None
+        if fields and len(fields) > 2 and fields[2] == wanted and fields[0] not in (b"Z", b"X"):
             return True
     return False
 

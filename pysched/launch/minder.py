@@ -74,18 +74,25 @@ else:
 NOTE_VERSION = 1
 
 
-def proc_state(pid: int | str) -> "tuple[bytes, int] | None":
-    """The state letter of ``pid`` (``R``, ``S``, ``Z``, ...) and its start time in clock ticks
-    (``/proc/<pid>/stat`` fields 3 and 22), or None when there is no such process."""
+def proc_stat(pid: int | str) -> "list[bytes] | None":
+    """``/proc/<pid>/stat`` from field 3 on (``[0]`` is field 3, the state letter; ``[2]``
+    field 5, the process group; ``[19]`` field 22, the start time), or None when there is no
+    such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = data[data.rfind(b")") + 2 :].split()
+    return data[data.rfind(b")") + 2 :].split()
+
+
+def proc_state(pid: int | str) -> "tuple[bytes, int] | None":
+    """The state letter of ``pid`` (``R``, ``S``, ``Z``, ...) and its start time in clock ticks
+    (``/proc/<pid>/stat`` fields 3 and 22), or None when there is no such process."""
+    fields = proc_stat(pid)
     try:
-        return fields[0], int(fields[19])  # fields[0] is field 3; field 22 is fields[19]
+        return (fields[0], int(fields[19])) if fields is not None else None
     except (IndexError, ValueError):
         return None
 

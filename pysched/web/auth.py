@@ -74,15 +74,16 @@ def still_in_force(book: TokenBook, entry: TokenEntry, needed: Role) -> Callable
     """Whether ``entry`` (checked when a long request began) is still in force for
     ``needed``: an event stream asks before each write, so a revoked token (or a reload
     that took it away or lowered its role) ends the streams it opened."""
-    seen: list[Tokens] = [book.tokens]
-    answer = [True]
+    seen = book.tokens
+    answer = True
 
     def check() -> bool:
-        if book.tokens is not seen[0]:  # the set is replaced whenever it changes
-            seen[0] = book.tokens
-            now = book.tokens.get(entry.name)
-            answer[0] = now is not None and now.sha256 == entry.sha256 and now.role.allows(needed)
-        return answer[0]
+        nonlocal seen, answer
+        if book.tokens is not seen:  # the set is replaced whenever it changes
+            seen = book.tokens
+            now = seen.get(entry.name)
+            answer = now is not None and now.sha256 == entry.sha256 and now.role.allows(needed)
+        return answer
 
     return check
 
