@@ -102,14 +102,8 @@ class Turns:
 def resume_point(header: str | None, query: str | None) -> int | None:
     """The id a client resumes after (header first), or None for "from now on".
 
-    An empty header counts as none (an EventSource that has seen no id yet may send one); an
-    empty ``?last_event_id=`` is a 400, as any query value given empty."""
-    if query == "":
-        raise ApiError(
-            400,
-            "last_event_id is empty: give a value, or leave last_event_id out",
-            field="last_event_id",
-        )
+    An empty header counts as none (an EventSource that has seen no id yet may send one); the
+    caller reads the query with ``text_query``, which refuses an empty value."""
     text = header if header not in (None, "") else query
     if text in (None, ""):
         return None

@@ -16,6 +16,7 @@ from pysched.web.api_errors import ApiError
 from pysched.web.auth import still_in_force
 from pysched.web.context import Call
 from pysched.web.event_stream import event_frames, resume_point
+from pysched.web.inputs import text_query
 
 JSON = "application/json"
 
@@ -61,7 +62,7 @@ async def metrics(call: Call) -> Response:
 
 async def events(call: Call) -> Response:
     context = call.context
-    after = resume_point(call.headers.get("last-event-id"), call.query.get("last_event_id"))
+    after = resume_point(call.headers.get("last-event-id"), text_query(call.query, "last_event_id"))
     frames = event_frames(
         call.engine.events,
         after,
