@@ -183,7 +183,13 @@ class JobBuilder:
             return None
         if isinstance(node, YScalar) and isinstance(node.value, str):
             template = self._template(node, "command")
-            return Command(shell=template) if template is not None else None
+            if template is None:
+                return None
+            problem = template.shell_problem()
+            if problem is not None:
+                self._r.report(_place_within(node, problem.offset), f"command: {problem}")
+                return None
+            return Command(shell=template)
         if isinstance(node, YScalar | YMap):
             self._r.report(
                 node.place, "command must be text (run by /bin/sh) or a list (run directly)"

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import difflib
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Protocol
 
+from pysched.config.shell_quoting import Spot, UnsafeSpot, ends_in_name, quote_for, spots
 from pysched.errors import TemplateError
 
 __all__ = [
@@ -165,9 +165,12 @@ class Template:
 
     text: str
     _parts: tuple[_Part, ...] = field(init=False, repr=False, compare=False)
+    _spots: tuple[_Spot, ...] | UnsafeSpot = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_parts", _parse(self.text))
+        parts = _parse(self.text)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_spots", _shell_spots(parts))
 
     @classmethod
     def parse(cls, text: str) -> Template:
@@ -179,22 +182,41 @@ class Template:
         """The names of every ``${NAME}`` in the text (not those escaped as ``$${NAME}``)."""
         return frozenset(p.name for p in self._parts if isinstance(p, _SecretRef))
 
+    def shell_problem(self) -> TemplateSyntaxError | None:
+        """Why this text cannot be a string command (a value sits where no quoting is safe,
+        see ``shell_quoting``), or None."""
+        found = self._spots
+        if not isinstance(found, UnsafeSpot):
+            return None
+        offset = 0
+        values = 0
+        for part in self._parts:
+            if not isinstance(part, _Literal):
+                if values == found.gap:
+                    return _unsafe(part, found.where, offset)
+                values += 1
+            offset += len(part.source) if not isinstance(part, _SecretRef) else len(part.name) + 3
+        raise AssertionError("the unsafe value is among the parts")
+
     def render(self, ctx: RunContext, secrets: SecretSource, *, shell: bool = False) -> str:
         """The text with every placeholder and ``${NAME}`` replaced by its value.
 
         ``secrets`` is anything with ``get(name) -> str | None``: a ``dict`` or a ``Secrets``.
 
         With ``shell=True`` (for a string command run by ``/bin/sh -c``) every substituted value
-        is quoted with :func:`shlex.quote`, so the shell sees it as literal text in one word,
-        whatever it holds: spaces, quotes, ``;``, ``|``, backticks, newlines or ``$(...)``. The
-        template's own text is not touched: it is the operator's shell code. A placeholder
-        written inside quotes in the template (``"{job}"``) would then show the quotes, so write
-        placeholders bare. With ``shell=False`` (list commands, env values, cwd) values are
-        inserted as they are; no shell reads them.
+        is quoted for where it sits (``shell_quoting.quote_for``): bare, inside double quotes or
+        inside single quotes, the shell reads it back as the literal value, whatever it holds:
+        spaces, quotes, ``;``, ``|``, backticks, newlines or ``$(...)``. The template's own text
+        is not touched: it is the operator's shell code. A value anywhere else (a substitution,
+        a here-document, a comment) raises :class:`TemplateSyntaxError` (``shell_problem``; the
+        config loader refuses such a command). With ``shell=False`` (list commands, env values,
+        cwd) values are inserted as they are; no shell reads them.
 
         Raises :class:`MissingSecretError` for the first ``${NAME}`` that ``secrets`` cannot
         resolve.
         """
+        where = self._shell_spots() if shell else ()
+        values = 0
         out: list[str] = []
         for part in self._parts:
             if isinstance(part, _Literal):
@@ -207,7 +229,8 @@ class Template:
                 if found is None:
                     raise MissingSecretError(part.name, offset=part.offset)
                 value = found
-            out.append(shlex.quote(value) if shell else value)
+            out.append(_quoted(value, where[values]) if shell else value)
+            values += 1
         return "".join(out)
 
     def render_masked(self, ctx: RunContext | None, *, shell: bool = False) -> str:
@@ -219,6 +242,8 @@ class Template:
         ``$${HOME}`` included: that is the definition. ``***`` itself is never quoted. Needs no
         secrets and never fails.
         """
+        where = self._spots if shell and not isinstance(self._spots, UnsafeSpot) else ()
+        values = 0
         out: list[str] = []
         for part in self._parts:
             if isinstance(part, _SecretRef):
@@ -229,8 +254,63 @@ class Template:
                 out.append(part.text)
             else:
                 value = _placeholder_value(part, ctx)
-                out.append(shlex.quote(value) if shell else value)
+                out.append(_quoted(value, where[values]) if where else value)
+            values += not isinstance(part, _Literal)
         return "".join(out)
+
+    def _shell_spots(self) -> tuple[_Spot, ...]:
+        problem = self.shell_problem()
+        if problem is not None:
+            raise problem
+        assert not isinstance(self._spots, UnsafeSpot)
+        return self._spots
+
+
+_Spot = tuple[Spot, bool]  # where a value sits in a shell command, and whether after a $name
+
+
+def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...] | UnsafeSpot:
+    """Where each value sits, were the text a shell command (``shell_quoting.spots``)."""
+    literals = [""]
+    for part in parts:
+        if isinstance(part, _Literal):
+            literals[-1] += part.text
+        else:
+            literals.append("")
+    found = spots(literals)
+    if isinstance(found, UnsafeSpot):
+        return found
+    return tuple((spot, ends_in_name(before)) for spot, before in zip(found, literals, strict=False))
+
+
+def _quoted(value: str, spot: _Spot) -> str:
+    return quote_for(value, spot[0], after_name=spot[1])
+
+
+_IN_ENV = {
+    "run_date": "PYSCHED_RUN_DATE",
+    "job": "PYSCHED_JOB",
+    "run_id": "PYSCHED_RUN_ID",
+    "attempt": "PYSCHED_ATTEMPT",
+    "scheduled_for": "PYSCHED_SCHEDULED_FOR",
+}
+
+
+def _unsafe(part: _Placeholder | _SecretRef, where: str, offset: int) -> TemplateSyntaxError:
+    if isinstance(part, _SecretRef):
+        shown, fix = f"${{{part.name}}}", (
+            f'set env: {{{part.name}: "${{{part.name}}}"}} and write "${part.name}" there'
+        )
+    elif part.format is None:
+        shown, fix = part.source, f'write "${_IN_ENV[part.name]}" there (pysched sets it)'
+    else:
+        name = part.name.upper()
+        shown, fix = part.source, f'set env: {{{name}: "{part.source}"}} and write "${name}" there'
+    return TemplateSyntaxError(
+        f"{shown} sits {where}, where the shell would read its value as code or cut it "
+        f"short, so pysched cannot quote it safely — {fix}",
+        offset=offset,
+    )
 
 
 def _placeholder_value(part: _Placeholder, ctx: RunContext) -> str:
