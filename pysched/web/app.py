@@ -63,6 +63,8 @@ def create_app(context: WebContext) -> QuartTrio:
     app.config["RESPONSE_TIMEOUT"] = None  # event streams stay open for hours
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     app.config["JSON_SORT_KEYS"] = False
+    # "/api/v1//runs" is no route: a 404 in JSON, not a redirect (in HTML, to the Host header)
+    app.url_map.merge_slashes = False
 
     def view(route: Route) -> Callable[..., Awaitable[Response]]:
         async def dispatch(**args: str) -> Response:

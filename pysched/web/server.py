@@ -10,11 +10,16 @@ shutdown for hypercorn's whole grace period.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
+import h11
+import hypercorn.protocol
+import hypercorn.trio.run
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
+from hypercorn.trio.tcp_server import TCPServer
 from quart_trio import QuartTrio
 
 from pysched.config.model import Listen, Tls
@@ -42,6 +47,58 @@ def hypercorn_config(listen: Listen, tls: Tls | None) -> HypercornConfig:
     return config
 
 
+class _Http11Only(H11Protocol):
+    """HTTP/1.1 only, without TLS too: an ``Upgrade: h2c`` header is ignored (the request is
+    answered in HTTP/1.1, as RFC 9110 allows), and a connection that opens with HTTP/2's
+    preface (or any other version) is closed.
+
+    hypercorn switches a cleartext connection to HTTP/2 on either, and its HTTP/2 path fails
+    on a refused large body (a ``KeyError`` that used to end the whole server; see
+    ``_OneConnection``); everything here is built and tested on HTTP/1.1.
+    """
+
+    async def _check_protocol(self, event: h11.Request) -> None:
+        if event.http_version not in (b"1.1", b"1.0"):
+            raise _NotHttp11(event.http_version.decode("ascii", "replace"))
+
+
+class _NotHttp11(Exception):
+    """A request line of another HTTP version: the connection is closed."""
+
+
+class _OneConnection(TCPServer):
+    """One client connection; whatever goes wrong in it ends it, never the server.
+
+    hypercorn runs every connection in the listener's nursery, so an error its protocol code
+    lets through (a bug, a client doing something odd) would end ``serve``: it is logged here
+    instead, and the connection is closed.
+    """
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        except Exception as exc:
+            if _only(exc, _NotHttp11):
+                log.info("a client spoke another HTTP than 1.1; its connection was closed")
+            else:
+                log.error("a client connection failed and was closed", exc_info=exc)
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` is a ``kind``, or a group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return all(_only(inner, kind) for inner in group.exceptions)
+    return isinstance(exc, kind)
+
+
+def _harden_hypercorn() -> None:
+    """Make hypercorn's serving use ``_Http11Only`` and ``_OneConnection`` (hypercorn 0.18,
+    pinned in uv.lock: both replace names its modules look up when a connection starts)."""
+    hypercorn.protocol.H11Protocol = _Http11Only  # type: ignore[misc]
+    hypercorn.trio.run.TCPServer = _OneConnection  # type: ignore[misc]
+
+
 class _WholeLastSend:
     """The app, with the last message of each HTTP response sent shielded from cancellation.
 
@@ -57,6 +114,11 @@ class _WholeLastSend:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            # no WebSocket here: refused before the app (whose error pages expect HTTP)
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1003})  # sent as a 403
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -84,6 +146,7 @@ async def serve_http(
     Raises ``OSError`` when the address cannot be bound (in use, or not ours).
     """
     config = hypercorn_config(listen, tls)
+    _harden_hypercorn()
     await serve(
         _WholeLastSend(app),  # pyright: ignore[reportArgumentType]
         config,

@@ -399,6 +399,46 @@ async def test_a_body_too_large_to_read_is_answered_with_connection_close(tmp_pa
         nursery.cancel_scope.cancel()
 
 
+async def test_http_2_and_websocket_are_refused_and_the_server_goes_on(tmp_path: Path) -> None:
+    """HTTP/1.1 only, in the clear too: hypercorn's HTTP/2 used to end the whole server on a
+    refused large body (a KeyError in one connection)."""
+    async with live(tmp_path) as (serving, client, nursery):
+        host, port = serving.urls[0].removeprefix("http://").rsplit(":", 1)
+
+        async def exchange(data: bytes) -> bytes:
+            received = bytearray()
+            async with await trio.open_tcp_stream(host, int(port)) as stream:
+                with trio.fail_after(5):
+                    try:
+                        await stream.send_all(data)
+                    except trio.BrokenResourceError:
+                        return b""  # closed while the client was still sending
+                    while chunk := await stream.receive_some(4096):
+                        received += chunk
+                        if b"\r\n\r\n" in received:
+                            break
+            return bytes(received)
+
+        # HTTP/2 with prior knowledge: the connection is closed, nothing is answered
+        preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00" * 64 + b"x" * 2_000_000
+        assert await exchange(preface) == b""
+        # an h2c upgrade is ignored: answered in HTTP/1.1
+        upgrade = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+        upgrade += b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+        assert (await exchange(upgrade)).startswith(b"HTTP/1.1 200 ")
+        # a WebSocket: refused (403), no traceback
+        websocket = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+        websocket += b"Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        websocket += b"Sec-WebSocket-Version: 13\r\n\r\n"
+        assert (await exchange(websocket)).startswith(b"HTTP/1.1 403 ")
+        # a doubled slash is no route: 404 in JSON, not a redirect to the caller's Host
+        doubled = await client.get("/api/v1//runs", headers={"Host": "elsewhere.example"})
+        assert doubled.status_code == 404
+        assert doubled.json()["error"]["code"] == "not_found"
+        assert (await client.get("/healthz")).status_code == 200
+        nursery.cancel_scope.cancel()
+
+
 def test_tls_offers_http_1_1_only(tmp_path: Path) -> None:
     """hypercorn's HTTP/2 resets a connection on an over-long body: TLS offers HTTP/1.1."""
     from pysched.config.model import Listen, Tls
