@@ -14,17 +14,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
-from pysched.timing.run_dates import parse_iso_date
+from pysched.timing.run_dates import parse_iso_date, year_problem
 
 
 def parse_date(text: str, option: str) -> date:
     try:
-        return parse_iso_date(text.strip())
+        value = parse_iso_date(text)
     except ValueError:
         raise typer.BadParameter(
             f"{text!r} is not a date — write it as YYYY-MM-DD, like 2026-10-19",
             param_hint=option,
         ) from None
+    problem = year_problem(value)
+    if problem is not None:
+        raise typer.BadParameter(problem, param_hint=option)
+    return value
 
 
 def parse_instant(text: str, option: str, tz: ZoneInfo) -> datetime:
@@ -37,6 +41,9 @@ def parse_instant(text: str, option: str, tz: ZoneInfo) -> datetime:
             "or 2026-10-19T02:00+01:00",
             param_hint=option,
         ) from None
+    problem = year_problem(value.date())
+    if problem is not None:
+        raise typer.BadParameter(problem, param_hint=option)
     if value.tzinfo is None:
         value = value.replace(tzinfo=tz)
     return value.astimezone(UTC)

@@ -280,7 +280,9 @@ def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...] | UnsafeSpot:
     found = spots(literals)
     if isinstance(found, UnsafeSpot):
         return found
-    return tuple((spot, ends_in_name(before)) for spot, before in zip(found, literals, strict=False))
+    return tuple(
+        (spot, ends_in_name(before)) for spot, before in zip(found, literals, strict=False)
+    )
 
 
 def _quoted(value: str, spot: _Spot) -> str:
@@ -298,8 +300,9 @@ _IN_ENV = {
 
 def _unsafe(part: _Placeholder | _SecretRef, where: str, offset: int) -> TemplateSyntaxError:
     if isinstance(part, _SecretRef):
-        shown, fix = f"${{{part.name}}}", (
-            f'set env: {{{part.name}: "${{{part.name}}}"}} and write "${part.name}" there'
+        shown, fix = (
+            f"${{{part.name}}}",
+            (f'set env: {{{part.name}: "${{{part.name}}}"}} and write "${part.name}" there'),
         )
     elif part.format is None:
         shown, fix = part.source, f'write "${_IN_ENV[part.name]}" there (pysched sets it)'

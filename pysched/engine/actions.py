@@ -32,6 +32,7 @@ from pysched.engine.core import EngineCore
 from pysched.engine.runs import FINISHED, AttemptOutcome, Run, RunState, Trigger
 from pysched.errors import ActionError, UnknownRunError
 from pysched.store import Record
+from pysched.timing.run_dates import LAST_YEAR
 
 _HOLDABLE = (
     RunState.SCHEDULED,
@@ -41,7 +42,6 @@ _HOLDABLE = (
     RunState.RETRYING,
 )
 _BACKFILL_LIMIT = 3_660
-LAST_YEAR = 9000
 
 
 class Engine(EngineCore):

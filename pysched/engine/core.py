@@ -49,7 +49,7 @@ from pysched.engine.work import (
     RetryDue,
     Work,
 )
-from pysched.errors import EngineStopped, PyschedError, StoreError, TemplateError
+from pysched.errors import CalendarError, EngineStopped, PyschedError, StoreError, TemplateError
 from pysched.launch.base import AttemptHandle, AttemptSpec, ExitStatus, Launcher, NotStarted
 from pysched.store import Record, StoreStats
 from pysched.store.base import BaseStore
@@ -632,7 +632,10 @@ class EngineCore:
         if job is None:
             return
         for dependency in job.depends_on:
-            key = (dependency.job, dependency.upstream_run_date(run.run_date, job.calendar))
+            try:
+                key = (dependency.job, dependency.upstream_run_date(run.run_date, job.calendar))
+            except CalendarError:
+                continue  # no run date, so never watched (``evaluate``)
             watchers = self._watching.get(key)
             if watchers is not None:
                 watchers.discard(run.run_id)

@@ -31,6 +31,7 @@ from datetime import date
 from pysched.config.model import Condition, Dependency, Job
 from pysched.engine.book import Book
 from pysched.engine.runs import RunState
+from pysched.errors import CalendarError
 
 
 class Verdict(enum.IntEnum):
@@ -67,9 +68,13 @@ def evaluate(job: Job, run_date: date, book: Book) -> Evaluation:
     reasons: list[str] = []
     watches: list[tuple[str, date]] = []
     for dependency in job.depends_on:
-        upstream_date = dependency.upstream_run_date(run_date, job.calendar)
-        watches.append((dependency.job, upstream_date))
-        one, reason = _judge(dependency, upstream_date, book)
+        try:
+            upstream_date = dependency.upstream_run_date(run_date, job.calendar)
+        except CalendarError as exc:  # no business day in reach: only an operator can settle it
+            one, reason = Verdict.BLOCKED, f"no run date for {dependency.job}: {exc}"
+        else:
+            watches.append((dependency.job, upstream_date))
+            one, reason = _judge(dependency, upstream_date, book)
         if one > verdict:
             verdict, reasons = one, [reason]
         elif one == verdict and one is not Verdict.MET:

@@ -73,6 +73,19 @@ def run_date_for(local_date: date, rule: RunDateRule, calendar: Calendar | None 
             return cal.next_business_day(local_date)
 
 
+FIRST_YEAR, LAST_YEAR = 1900, 9000
+"""Dates outside these years are refused where people give them (the API, the CLI): nothing
+real lives there, and date arithmetic near year 1 or 9999 would overflow."""
+
+
+def year_problem(value: date) -> str | None:
+    """Why ``value`` is refused as a date someone gave (outside FIRST_YEAR..LAST_YEAR), or
+    None."""
+    if FIRST_YEAR <= value.year <= LAST_YEAR:
+        return None
+    return f"{value.isoformat()} is outside the years {FIRST_YEAR}..{LAST_YEAR}"
+
+
 def parse_iso_date(text: str) -> date:
     """The date ``text`` writes as ``YYYY-MM-DD`` (ASCII digits, exactly 10 characters).
 

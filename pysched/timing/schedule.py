@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from pysched.errors import CronError
+from pysched.errors import CalendarError, CronError
 from pysched.timing.calendar import Calendar
 from pysched.timing.cron import Cron, DstPolicy
 from pysched.timing.run_dates import RunDateRule, run_date_for
@@ -75,7 +75,12 @@ class Schedule:
             if local_day != day:  # firings come in time order: judge each day once
                 day = local_day
                 closed = self._closed_reason(local_day)
-                run_date = self.run_date_of(local_day) if closed is None else local_day
+                run_date = local_day
+                if closed is None:
+                    try:
+                        run_date = self.run_date_of(local_day)
+                    except CalendarError as exc:  # a calendar of listed days, past its last
+                        closed = f"no run date for {local_day.isoformat()}: {exc}"
             if closed is None:
                 last_open = utc
                 yield Firing(at=at, run_date=run_date)

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from pysched.timing.run_dates import parse_iso_date
+from pysched.timing.run_dates import parse_iso_date, year_problem
 from pysched.web.api_errors import ApiError
 
 MAX_BODY = 64 * 1024
@@ -60,22 +60,18 @@ def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> 
     return value
 
 
-FIRST_YEAR, LAST_YEAR = 1900, 9000
-"""Run dates outside these years are refused: nothing real lives there, and date arithmetic
-near year 1 or 9999 would overflow."""
-
-
 def date_value(text: str, field: str, *, status: int = 400) -> date:
     try:
-        value = parse_iso_date(text.strip())
+        value = parse_iso_date(text)
     except ValueError:
         raise ApiError(
             status,
             f"{field} {text!r} is not a date: write YYYY-MM-DD, like 2026-10-16",
             field=field,
         ) from None
-    if not FIRST_YEAR <= value.year <= LAST_YEAR:
-        raise ApiError(422, f"{field} {value} is outside {FIRST_YEAR}..{LAST_YEAR}", field=field)
+    problem = year_problem(value)
+    if problem is not None:
+        raise ApiError(422, f"{field} {problem}", field=field)
     return value
 
 

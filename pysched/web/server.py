@@ -81,7 +81,7 @@ class _OneConnection(TCPServer):
             if _only(exc, _NotHttp11):
                 log.info("a client spoke another HTTP than 1.1; its connection was closed")
             else:
-                log.error("a client connection failed and was closed", exc_info=exc)
+                log.exception("a client connection failed and was closed")
 
 
 def _only(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -80,3 +80,23 @@ def test_a_date_option_refuses_the_other_forms_with_exit_2(
     assert command[-1] in result.output
     assert "YYYY-MM-DD" in result.output
     assert api.requests == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("text", ["9999-12-31", "0001-01-01", " 2026-10-16"])
+def test_a_date_option_refuses_far_years_and_spaces_with_exit_2(
+    api: FakeApi, command: tuple[str, ...], text: str
+) -> None:
+    """The API's range (1900..9000): near year 1 or 9999 the date arithmetic would overflow."""
+    result = cli(*command, text)
+    assert result.exit_code == 2, result.output
+    assert command[-1] in result.output
+    assert ("outside the years 1900..9000" if text[0] != " " else "YYYY-MM-DD") in result.output
+    assert "Traceback" not in result.output
+    assert api.requests == []
+
+
+def test_an_instant_option_refuses_far_years_with_exit_2(api: FakeApi) -> None:
+    result = cli("cron", "next", "0 0 * * *", "--after", "0001-01-01T00:00:00+05:00")
+    assert result.exit_code == 2, result.output
+    assert "outside the years 1900..9000" in result.output

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.config import parse_config
-from pysched.errors import ConfigError
 from pysched.config.shell_quoting import Spot, UnsafeSpot, quote_for, spots
 from pysched.config.templates import RunContext, Template, TemplateSyntaxError
+from pysched.errors import ConfigError
 
 CTX = RunContext(
     job="ice",
@@ -65,9 +65,7 @@ def test_a_value_reaches_the_program_exactly_and_runs_nothing(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    value=st.text(
-        alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12
-    ),
+    value=st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12),
     which=st.sampled_from(SAFE_SPOTS),
 )
 def test_any_value_round_trips_in_every_safe_spot(
@@ -116,9 +114,7 @@ def test_the_fix_names_the_variable_pysched_already_sets() -> None:
     assert str(problem).endswith('write "$PYSCHED_RUN_DATE" there (pysched sets it)')
     formatted = Template.parse("cat <<EOF\n{run_date:%Y%m%d}\nEOF").shell_problem()
     assert formatted is not None
-    assert 'set env: {RUN_DATE: "{run_date:%Y%m%d}"} and write "$RUN_DATE" there' in str(
-        formatted
-    )
+    assert 'set env: {RUN_DATE: "{run_date:%Y%m%d}"} and write "$RUN_DATE" there' in str(formatted)
 
 
 def test_a_here_document_ends_at_its_delimiter_line() -> None:

@@ -197,8 +197,9 @@ BAD_REQUESTS = [
     *(
         ("GET", f"/api/v1/{where}?date={text}", None, 400, "date")
         for where in ("runs", "forecast")
-        for text in ("20261016", "2026-W42-5", "2026-289", "%202026-10-16T00")
+        for text in ("20261016", "2026-W42-5", "2026-289", "%202026-10-16T00", "%202026-10-16")
     ),
+    ("POST", "/api/v1/jobs/extract/trigger", {"run_date": " 2026-10-16 "}, 422, "run_date"),
     ("GET", "/api/v1/forecast?from=20261016&to=2026-10-17", None, 400, "from"),
     ("GET", "/api/v1/forecast?from=2026-10-16&to=2026-W42-6", None, 400, "to"),
     ("POST", "/api/v1/jobs/extract/trigger", {"run_date": "20261016"}, 422, "run_date"),
