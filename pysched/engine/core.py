@@ -781,6 +781,10 @@ class EngineCore:
             for text in (argv[0] if argv else "", str(cwd))
             if (shown := secrets.mask(text)) != text
         }
+        if job.cwd is not None and job.cwd.secret_names:
+            # the folder as the launcher will name it: ``Path`` tidies "a//b/" into "a/b",
+            # which may no longer hold the secret's value as written, and so escape the mask
+            redact[str(cwd)] = str(base / job.cwd.render_masked(context))
         return AttemptSpec(
             run_id=run.run_id,
             job=run.job,
@@ -793,6 +797,20 @@ class EngineCore:
             display=job.command.display(context),
             redact=redact,
         )
+
+    def _masked(self, message: str, run: Run, job: Job | None, number: int) -> str:
+        """A launcher's message with every secret masked, also in the program and folder as
+        the launcher named them (``AttemptSpec.redact``: a tidied path may escape the mask)."""
+        message = self.config.secrets.mask(message)
+        if not message or job is None or not job.command.secret_names | _cwd_secrets(job):
+            return message
+        try:
+            redact = self._spec(run, job, max(number, 1)).redact
+        except TemplateError:
+            return message
+        for text, shown in redact.items():
+            message = message.replace(text, shown)
+        return message
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._attempts is not None and self.error is None:
@@ -971,7 +989,7 @@ class EngineCore:
             signal=status.signal if status is not None else None,
             outcome=outcome,
             # a launcher's words may quote the program or folder, which may hold a secret
-            message=self.config.secrets.mask(message),
+            message=self._masked(message, run, job, work.number),
         )
         self._effect_publish(
             "attempt_ended",
@@ -1324,6 +1342,10 @@ def _said(outcome: AttemptOutcome, status: ExitStatus | None) -> str:
     if status is not None and status.exit_code is not None:
         return f"exited {status.exit_code}"
     return "failed"
+
+
+def _cwd_secrets(job: Job) -> frozenset[str]:
+    return job.cwd.secret_names if job.cwd is not None else frozenset()
 
 
 def _restore(mapping: dict[str, Any], key: str, value: Any) -> None:

@@ -55,3 +55,24 @@ async def test_a_start_error_quoting_a_secret_is_journaled_masked(
         f"/opt/{SECRET}/load": "/opt/***/load",
         f"/srv/{SECRET}": "/srv/***",
     }
+
+
+async def test_a_secret_in_a_folder_that_path_tidies_up_stays_masked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``Path`` writes "/srv/ab//key/" as "/srv/ab/key": the raw value is no longer in it, so
+    masking by value alone let it through (into the note, the journal and the API)."""
+    secret = "ab//Slash3dSecret/"
+    h = Harness(config_from(CONFIG, {"DEPLOY_KEY": secret}))
+    launcher = QuotingLauncher(h.clock)
+    launcher.specs = []
+    h.launcher = launcher
+    async with h.engine() as engine:
+        run = await engine.trigger("load", date(2026, 10, 19))
+        await engine.settle()
+        attempt = engine.book.get(run.run_id).attempts[0]
+        assert "Slash3dSecret" not in attempt.message
+        assert attempt.message.endswith(" in /srv/***")
+        journal = json.dumps([record.data for record in h.store.records()])
+        assert "Slash3dSecret" not in journal
+    assert launcher.specs[0].redact["/srv/ab/Slash3dSecret"] == "/srv/***"
