@@ -183,6 +183,11 @@ class Listen:
             raise ValueError("expected HOST:PORT")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
+            if not host:  # hypercorn would bind every address: never by accident
+                raise ValueError(
+                    "no host in the brackets — write [::1]:8080 for this machine only, "
+                    "or [::]:8080 for every address"
+                )
         elif ":" in host:
             raise ValueError("put an IPv6 address in brackets, e.g. [::1]:8080")
         if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
