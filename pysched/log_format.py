@@ -33,6 +33,35 @@ HUMAN_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 """Time, level, message: what ``pysched serve`` has always written."""
 
 
+class _HumanFormatter(logging.Formatter):
+    """``HUMAN_FORMAT``, one line per record: control characters in the message (a newline, a
+    carriage return, an escape sequence in an operator's ``why``, say) are written as escapes
+    (``\\n``, ``\\r``, ``\\x1b``), so no text given to pysched can forge a log line or
+    repaint a terminal. A traceback still follows its record on the lines after it."""
+
+    def __init__(self) -> None:
+        super().__init__(HUMAN_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        line = super().formatMessage(record)
+        return line if line.isprintable() else line.translate(_ESCAPES)
+
+
+class _Escapes(dict[int, str]):
+    """``str.translate`` table: each control character (C0, DEL, C1) as an escape."""
+
+    def __missing__(self, code: int) -> str | int:
+        char = chr(code)
+        if code < 0x20 or 0x7F <= code < 0xA0 or char in "\u2028\u2029":
+            escaped = repr(char)[1:-1]
+            self[code] = escaped
+            return escaped
+        raise LookupError(code)  # left as it is
+
+
+_ESCAPES = _Escapes()
+
+
 class JsonFormatter(logging.Formatter):
     """Formats each record as one line of JSON (see the module docstring for the keys)."""
 
@@ -82,7 +111,7 @@ def configure_logging(
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter(HUMAN_FORMAT))
+        handler.setFormatter(_HumanFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

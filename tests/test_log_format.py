@@ -117,3 +117,17 @@ def test_configuring_again_replaces_the_handler() -> None:
     logging.getLogger("x").info("once")
     assert lines(first) == []
     assert len(lines(second)) == 1
+
+
+def test_a_human_line_escapes_control_characters_so_nothing_forges_a_line() -> None:
+    """An operator's ``why`` (or any text given to pysched) with a newline, a carriage return
+    or an escape sequence must not start a second, fake log line or repaint a terminal."""
+    stream = io.StringIO()
+    configure_logging(stream=stream)
+    why = "late\n2026-12-01 05:20:00,000 WARNING token admin revoked\r\x1b[2J café"
+    logging.getLogger("pysched.service").info("hold: %s", why)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1
+    assert lines[0].endswith(
+        "INFO hold: late\\n2026-12-01 05:20:00,000 WARNING token admin revoked\\r\\x1b[2J café"
+    )
