@@ -42,7 +42,7 @@ class _HumanFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(HUMAN_FORMAT)
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+    def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
         return line if line.isprintable() else line.translate(_ESCAPES)
 

@@ -77,8 +77,9 @@ def _read_exactly(fd: int, size: int, buffer: bytearray) -> bytes | None:
 
 
 def _touch(marker: str) -> None:
-    os.makedirs(os.path.dirname(marker) or ".", exist_ok=True)
-    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    # the modes of minder.LOG_DIR_MODE and LOG_FILE_MODE (this program imports nothing)
+    os.makedirs(os.path.dirname(marker) or ".", 0o750, exist_ok=True)
+    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o640))
 
 
 def _unlink(marker: str) -> None:

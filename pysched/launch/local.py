@@ -459,8 +459,8 @@ class LocalLauncher:
         """Runs in a worker thread: spawn each minder and hand it its job."""
         for request in batch:
             try:
-                request.marker.parent.mkdir(parents=True, exist_ok=True)
-                request.marker.touch()
+                request.marker.parent.mkdir(minder.LOG_DIR_MODE, parents=True, exist_ok=True)
+                request.marker.touch(minder.LOG_FILE_MODE)
                 request.result = self._spawn_one(request.job)
             except OSError as exc:
                 request.error = exc

@@ -163,12 +163,24 @@ def _dumps(payload: "dict[str, Any]") -> str:
     return "{" + ",".join(items) + "}"
 
 
+LOG_FILE_MODE = 0o640
+"""Mode of every file in the log dir (output, notes, markers): a job's output may hold
+anything, so other users of the machine may not read it; the scheduler's group may."""
+LOG_DIR_MODE = 0o750
+"""Mode of the folders made in the log dir (the umask may narrow both)."""
+
+
+def _log_file(path: str, flags: int) -> int:
+    """``open(..., opener=_log_file)``: a new file gets ``LOG_FILE_MODE``."""
+    return os.open(path, flags, LOG_FILE_MODE)
+
+
 def write_atomically(path: str, payload: "dict[str, Any]") -> None:
     """Write ``payload`` as JSON to ``path`` so a reader sees all of it or nothing."""
     folder_path, name = os.path.split(path)
-    os.makedirs(folder_path or ".", exist_ok=True)
+    os.makedirs(folder_path or ".", LOG_DIR_MODE, exist_ok=True)
     tmp = os.path.join(folder_path, f".{name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=_log_file) as f:
         f.write(_dumps(payload).encode())
         f.flush()
         os.fsync(f.fileno())
@@ -187,7 +199,7 @@ def write_in_place(path: str, payload: "dict[str, Any]") -> None:
     reader may find the file empty or cut short, never a whole object that was not written:
     the object's only closing brace is its last byte."""
     data = _dumps(payload).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, LOG_FILE_MODE)
     try:
         os.write(fd, data)
         os.ftruncate(fd, len(data))
@@ -373,7 +385,7 @@ def run(job: "dict[str, Any]") -> int:
     note, started = str(job["note"]), str(job["started"])
     out, err = str(job["stdout"]), str(job["stderr"])
     for folder in {os.path.dirname(p) for p in (out, err, note, started)}:
-        os.makedirs(folder or ".", exist_ok=True)
+        os.makedirs(folder or ".", LOG_DIR_MODE, exist_ok=True)
 
     child: int | None = None
     term_requested = False
@@ -388,7 +400,7 @@ def run(job: "dict[str, Any]") -> int:
 
     started_at = _now()
     try:
-        with open(out, "ab") as out_f, open(err, "ab") as err_f:
+        with open(out, "ab", opener=_log_file) as out_f, open(err, "ab", opener=_log_file) as err_f:
             child = _start(argv, env, cwd, out_f.fileno(), err_f.fileno())
     except OSError as exc:
         # Name the program (or folder), never the environment, and never a secret in them:

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from pysched.errors import StoreError
-from pysched.store.layout import LOCK
+from pysched.store.layout import LOCK, STATE_FILE_MODE
 
 # fdatasync flushes the data and the metadata needed to read it back (the file's size), which is
 # all an append needs; it skips the timestamps fsync would also write.
@@ -67,7 +67,7 @@ class StateLock:
     def acquire(cls, state_dir: Path) -> StateLock:
         """Take the lock at once or raise ``StoreError`` naming the holder's pid."""
         path = state_dir / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, STATE_FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -32,6 +32,8 @@ from pysched.store.layout import (
     ARCHIVE_DIR,
     SNAPSHOT,
     SNAPSHOT_TMP,
+    STATE_DIR_MODE,
+    STATE_FILE_MODE,
     Kind,
     archive_name,
     is_month,
@@ -284,7 +286,7 @@ class Store(BaseStore):
             self._fd = None
         path = self.state_dir / segment_name(segment)
         created = not path.exists()
-        fd = os.open(path, _OPEN_APPEND, 0o644)
+        fd = os.open(path, _OPEN_APPEND, STATE_FILE_MODE)
         self._fd, self._fd_segment = fd, segment
         if created and self._sync:
             # Without this a machine crash could lose the new file's name, and with it the
@@ -358,7 +360,9 @@ class Store(BaseStore):
             self._append_archive(month, data)
         disk.step("archived")
         temporary = self.state_dir / SNAPSHOT_TMP
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        fd = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, STATE_FILE_MODE
+        )
         try:
             chunk = [encode_header(header)]
             size = 0
@@ -396,12 +400,12 @@ class Store(BaseStore):
     def _append_archive(self, month: str, data: bytes) -> None:
         folder = self.state_dir / ARCHIVE_DIR
         if not folder.is_dir():
-            folder.mkdir()
+            folder.mkdir(STATE_DIR_MODE)
             if self._sync:
                 self._disk.sync_dir(self.state_dir)
         path = folder / f"{month}.jsonl"
         created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, STATE_FILE_MODE)
         try:
             if not created:
                 _cut_unfinished_line(fd, archive_name(month))
@@ -460,7 +464,7 @@ def _cut_unfinished_line(fd: int, name: str) -> None:
 
 def _open_dir(state_dir: Path, *, sync: bool) -> _Opened:
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(STATE_DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create state dir {state_dir}: {exc.strerror or exc}") from exc
     try:

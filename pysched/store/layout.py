@@ -40,6 +40,11 @@ LOCK = "lock"
 SNAPSHOT = "snapshot.jsonl"
 SNAPSHOT_TMP = "snapshot.jsonl.tmp"
 ARCHIVE_DIR = "archive"
+STATE_FILE_MODE = 0o600
+"""Mode of every file the store writes: the journal holds the config's text and operators'
+notes, so only the scheduler's own user reads it (others go through the API)."""
+STATE_DIR_MODE = 0o700
+"""Mode of the state dir and its archive folder, when the store makes them."""
 _SEGMENT = re.compile(r"journal\.(\d{6,})\.jsonl")
 _MONTH = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])")
 

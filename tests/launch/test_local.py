@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -94,6 +95,24 @@ async def test_env_and_cwd_reach_the_command(launcher, tmp_path):
     folder = launcher.log_dir / "job" / "2026-10-19"
     for name in ("job.2026-10-19.1.1.note.json", "job.2026-10-19.1.1.spawned"):
         assert SECRET not in (folder / name).read_text()
+
+
+async def test_log_files_are_not_for_other_users(launcher):
+    """A job's output may hold anything: its files are 0640 and its folders 0750 (with the
+    usual umask 022), never readable by every user of the machine."""
+    previous = os.umask(0o022)
+    try:
+        spec = make_spec("echo out; echo err >&2")
+        assert (await (await launcher.start(spec)).wait()).exit_code == 0
+    finally:
+        os.umask(previous)
+    folder = launcher.log_dir / "job" / "2026-10-19"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+    files = sorted(folder.iterdir())
+    assert {path.name.split(".", 4)[-1] for path in files} >= {"out", "err", "note.json", "spawned"}
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in files} == {
+        path.name: 0o640 for path in files
+    }
 
 
 async def test_secrets_stay_off_the_minders_command_line(launcher):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
+import stat
 import threading
 from pathlib import Path
 
@@ -193,3 +195,30 @@ async def test_an_archive_cut_short_by_a_crash_is_mended_before_appending(
     assert [r.data["id"] for _, r in store.archived()] == ["one", "two"]
     assert check_state_dir(tmp_path) == []
     store.close()
+
+
+async def test_the_state_is_for_the_schedulers_user_only(tmp_path: Path) -> None:
+    """The journal holds the config's text and operators' notes: files 0600, folders 0700
+    (with the usual umask 022)."""
+    previous = os.umask(0o022)
+    try:
+        state = tmp_path / "state"
+        store = Store.open(state, sync=True)
+        model = await _history(store)
+        await store.write_snapshot(as_records(model), archived=[("2026-10", rec("k0", "old"))])
+        await store.commit([rec("k1", "new")])
+        store.close()
+    finally:
+        os.umask(previous)
+    modes = {
+        str(path.relative_to(state)): stat.S_IMODE(path.stat().st_mode)
+        for path in [state, *state.rglob("*")]
+    }
+    assert modes == {
+        ".": 0o700,
+        "archive": 0o700,
+        "archive/2026-10.jsonl": 0o600,
+        "journal.000003.jsonl": 0o600,
+        "lock": 0o600,
+        "snapshot.jsonl": 0o600,
+    }
