@@ -169,6 +169,11 @@ class Engine(EngineCore):
 
         return await self.call(handler)
 
+    async def audit(self, action: str, target: str, *, by: str = "", why: str = "") -> None:
+        """Journal an action taken outside the engine's runs and jobs (an API token created
+        or revoked) in the audit trail, as an ``action`` record and event like any other."""
+        await self.call(lambda: self._record_action(action, target, by, why))
+
     async def hold_job(self, job: str, *, by: str = "", why: str = "") -> None:
         def handler() -> None:
             self._job(job)

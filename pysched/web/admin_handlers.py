@@ -115,7 +115,9 @@ async def list_tokens(call: Call) -> Reply:
 async def create_token(call: Call) -> Reply:
     only_keys(call.body, ("name", "role"))
     name = text_field(call.body, "name", required=True)
-    role_text = text_field(call.body, "role") or "viewer"
+    role_text = text_field(call.body, "role")
+    if role_text is None:
+        role_text = "viewer"  # left out: the least power ("" is a mistake, refused below)
     assert name is not None
     try:
         check_name(name)
@@ -131,10 +133,12 @@ async def create_token(call: Call) -> Reply:
         entry, secret = await call.context.tokens.create(name, role)
     except ValueError as exc:  # taken meanwhile by a concurrent create
         raise ApiError(409, str(exc)) from None
+    await call.engine.audit("token_create", name, by=call.who, why=f"role {role.value}")
     return 201, {**entry.public(), "token": secret}
 
 
 async def revoke_token(call: Call) -> Reply:
+    only_keys(call.body, ())
     name = call.args["name"]
     if call.context.tokens.tokens.get(name) is None:
         raise ApiError(404, f"no token named {name!r}")
@@ -142,4 +146,5 @@ async def revoke_token(call: Call) -> Reply:
         await call.context.tokens.revoke(name)
     except LookupError:  # revoked meanwhile
         raise ApiError(404, f"no token named {name!r}") from None
+    await call.engine.audit("token_revoke", name, by=call.who)
     return 200, {"revoked": name}

@@ -102,3 +102,29 @@ async def test_actions_are_audited_with_the_token_name(tmp_path: Path) -> None:
         assert action["by"] == "operator-person"
         assert action["action"] == "trigger"
         assert action["why"] == "rerun after the outage"
+
+
+async def test_creating_and_revoking_a_token_is_audited(tmp_path: Path) -> None:
+    """An admin minting another admin token leaves a trace: the journal's action records and
+    the event stream (whence the log line) name who did it."""
+    async with open_api(tmp_path) as api:
+        status, _ = await api.post("/api/v1/tokens", {"name": "vic", "role": "admin"})
+        assert status == 201
+        status, _ = await api.delete("/api/v1/tokens/vic")
+        assert status == 200
+        events = api.engine.events.since(0)
+        assert events is not None
+        said = [
+            (e.data["action"], e.data["target"], e.data["by"], e.data["why"])
+            for e in events
+            if e.kind == "action"
+        ]
+        assert said == [
+            ("token_create", "vic", "admin-person", "role admin"),
+            ("token_revoke", "vic", "admin-person", ""),
+        ]
+        journaled = [r.data["action"] for r in api.harness.store.records() if r.type == "action"]
+        assert journaled == ["token_create", "token_revoke"]
+        # an empty role is a mistake, not "the least power"
+        status, body = await api.post("/api/v1/tokens", {"name": "r1", "role": ""})
+        assert (status, body["error"]["field"]) == (422, "role")
