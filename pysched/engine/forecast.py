@@ -45,11 +45,16 @@ class ForecastRun:
         }
 
 
-def forecast(config: Config, start: date, end: date) -> list[ForecastRun]:
+def forecast(
+    config: Config, start: date, end: date, *, limit: int | None = None
+) -> list[ForecastRun]:
     """Every run created by firings whose local date is within ``start``..``end`` (inclusive),
     in firing order (ties by config order), each dependency-created run right after its
     creator. A scheduled job makes a run at every firing, even several for one run date; a
-    dependency-only job gets one run per run date, from the first upstream run of that date."""
+    dependency-only job gets one run per run date, from the first upstream run of that date.
+
+    With ``limit``, it stops once it has more than ``limit`` runs (the caller then knows the
+    window holds too many to show)."""
     if end < start:
         raise ValueError(f"the window ends ({end}) before it starts ({start})")
     dependency_only: dict[str, list[str]] = defaultdict(list)
@@ -67,6 +72,8 @@ def forecast(config: Config, start: date, end: date) -> list[ForecastRun]:
     created: set[tuple[str, date]] = set()
     runs: list[ForecastRun] = []
     for _, _, name, run_date, at in heapq.merge(*streams):
+        if limit is not None and len(runs) > limit:
+            break
         # a job may fire several times for one run date (hourly, say): each firing is a run
         created.add((name, run_date))
         runs.append(ForecastRun(job=name, run_date=run_date, fires_at=at, trigger="schedule"))

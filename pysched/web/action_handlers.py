@@ -133,4 +133,5 @@ async def backfill(call: Call) -> Reply:
     why = text_field(call.body, "why") or ""
     with _dates_refused_as("from"):  # from <= to here, so from is the first too old
         runs = await call.engine.backfill(job, start, end, by=call.who, why=why)
-    return 201, {"runs": await _views(call, runs)}
+    views = await _views(call, runs)
+    return 201, {"runs": views, "count": len(views)}

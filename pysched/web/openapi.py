@@ -144,6 +144,7 @@ SCHEMAS: dict[str, Any] = {
                         "job": _STR,
                         "run_date": _DATE,
                         "fires_at": _TIME,
+                        "fires_at_utc": _TIME,
                         "trigger": _STR,
                         "upstream": _NSTR,
                     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -226,9 +226,26 @@ async def forecast_window(call: Call) -> Reply:
             raise ApiError(422, f"a forecast covers at most {FORECAST_DAYS_MAX} days", field="to")
     else:
         first = last = engine.clock.now().astimezone(config.scheduler.timezone).date()
-    runs = await call.context.offload(forecast, config, first, last)
-    return 200, {
-        "from": first.isoformat(),
-        "to": last.isoformat(),
-        "runs": [run.to_json() for run in runs],
-    }
+    encoded = await call.context.offload(_forecast_json, config, first, last)
+    if encoded is None:
+        raise ApiError(
+            422,
+            f"the forecast from {first} to {last} has more than {FORECAST_RUNS_MAX:,} runs, "
+            "more than one answer carries: ask for fewer days",
+            field="to" if day is None else "date",
+        )
+    return 200, {"from": first.isoformat(), "to": last.isoformat(), "runs": encoded}
+
+
+FORECAST_RUNS_MAX = 100_000
+"""The most runs one forecast answer carries (about 16 MB of JSON)."""
+
+
+def _forecast_json(config: Config, first: date, last: date) -> orjson.Fragment | None:
+    """In a worker thread: the window's runs as JSON, or None when there are too many. The
+    views and their encoding are built here too: a year of a job firing every minute is half a
+    million runs, seconds of work that must not hold the loop."""
+    runs = forecast(config, first, last, limit=FORECAST_RUNS_MAX)
+    if len(runs) > FORECAST_RUNS_MAX:
+        return None
+    return orjson.Fragment(orjson.dumps([run.to_json() for run in runs]))

@@ -116,6 +116,7 @@ async def test_job_hold_release_and_backfill(tmp_path: Path) -> None:
         )
         assert status == 201
         assert [r["run_date"] for r in body["runs"]] == ["2026-10-12", "2026-10-13", "2026-10-14"]
+        assert body["count"] == 3  # a RunList, as the OpenAPI document says
 
 
 async def test_attempt_logs_by_slice(tmp_path: Path, autojump_clock: object) -> None:
@@ -155,6 +156,21 @@ async def test_forecast_over_the_api(tmp_path: Path) -> None:
         ]
         status, body = await api.get("/api/v1/forecast?from=2026-10-19&to=2026-10-25")
         assert status == 200 and body["from"] == "2026-10-19" and body["to"] == "2026-10-25"
+        assert set(body["runs"][0]) == {
+            "job", "run_date", "fires_at", "fires_at_utc", "trigger", "upstream"
+        }  # fmt: skip
+
+
+async def test_a_forecast_too_big_for_one_answer_is_refused(tmp_path: Path) -> None:
+    """A year of a job firing every minute is half a million runs (83 MB, once seconds of
+    the loop's time): more than ``FORECAST_RUNS_MAX`` is a 422 that says to ask for less."""
+    every_minute = 'jobs:\n  tick: {schedule: "* * * * *", command: "true"}\n'
+    async with open_api(tmp_path, every_minute) as api:
+        status, body = await api.get("/api/v1/forecast?from=2026-01-01&to=2026-12-31")
+        assert (status, body["error"]["field"]) == (422, "to")
+        assert "more than 100,000 runs" in body["error"]["message"]
+        status, body = await api.get("/api/v1/forecast?from=2026-01-01&to=2026-01-03")
+        assert status == 200 and len(body["runs"]) == 3 * 24 * 60
 
 
 BAD_REQUESTS = [
