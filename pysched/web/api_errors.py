@@ -27,6 +27,7 @@ CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "timeout",
     409: "conflict",
     413: "too_large",
     422: "invalid",

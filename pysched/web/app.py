@@ -21,9 +21,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from quart import Response, request
+from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
+from werkzeug.exceptions import (
+    HTTPException,
+    MethodNotAllowed,
+    RequestEntityTooLarge,
+    RequestTimeout,
+)
 
 from pysched.errors import ActionError, EngineStopped, TokenFileError, UnknownRunError
 from pysched.web.api_errors import ApiError
@@ -132,9 +137,15 @@ def create_app(context: WebContext) -> QuartTrio:
         message = {
             404: f"no such endpoint: {request.method} {request.path} (see /api/v1/openapi.json)",
             405: f"{request.method} is not allowed on {request.path}",
+            408: f"the body did not arrive within {app.config['BODY_TIMEOUT']} seconds",
             413: "the body is too large",
         }.get(status, exc.description or exc.name)
-        return error_response(ApiError(status, message))
+        if status in (408, 413):
+            g.body_unread = True  # ``finish_request`` must not wait for it a second time
+        response = error_response(ApiError(status, message))
+        if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+            response.headers["Allow"] = ", ".join(exc.valid_methods)
+        return response
 
     @app.after_request
     async def finish_request(response: Response) -> Response:  # pyright: ignore[reportUnusedFunction]
@@ -142,7 +153,7 @@ def create_app(context: WebContext) -> QuartTrio:
         headers = request.headers
         if http1 and "Content-Length" not in headers and "Transfer-Encoding" not in headers:
             return response  # an HTTP/1 request without these has no body (most GETs)
-        if not await _read_body() and http1:
+        if (g.get("body_unread") or not await _read_body()) and http1:
             # HTTP/2 forbids the header, and an unread body there holds up only its stream
             response.headers["Connection"] = "close"
         return response

@@ -277,11 +277,12 @@ def openapi_document() -> dict[str, Any]:
 
 def _input_errors(route: Route) -> set[int]:
     """What reading the request can refuse, whatever the handler: a body that is not a JSON
-    object (400) or too large (413), a body field that is wrong (422); a query or header value
+    object (400), too large (413) or too slow to arrive (408), a body field that is wrong (422); a
+    query or header value
     that cannot be read (400), or a date outside the years the API accepts (422)."""
     statuses: set[int] = set()
     if route.method in ("POST", "PUT", "DELETE"):
-        statuses |= {400, 413}
+        statuses |= {400, 408, 413}
     if route.body:
         statuses.add(422)
     params = (*route.query, *route.headers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
 
 from pysched.tokens import Role
 from pysched.web.routes import ROUTES, Route
@@ -128,3 +129,35 @@ async def test_creating_and_revoking_a_token_is_audited(tmp_path: Path) -> None:
         # an empty role is a mistake, not "the least power"
         status, body = await api.post("/api/v1/tokens", {"name": "r1", "role": ""})
         assert (status, body["error"]["field"]) == (422, "role")
+
+
+async def test_a_body_too_slow_to_arrive_is_a_408_once(tmp_path: Path) -> None:
+    """Quart gives up on a body after BODY_TIMEOUT: the answer is the documented error shape
+    (code ``timeout``), with Connection: close, and comes after one timeout, not two."""
+    async with open_api(tmp_path) as api:
+        api.app.config["BODY_TIMEOUT"] = 0.2
+        client = api.app.test_client()
+        headers = {**api.headers("operator"), "Content-Length": "20"}
+        with trio.fail_after(5):
+            started = trio.current_time()
+            async with client.request(
+                "/api/v1/jobs/extract/hold", method="POST", headers=headers
+            ) as connection:
+                await connection.send(b'{"why"')
+                response = await connection.as_response()
+            took = trio.current_time() - started
+        assert response.status_code == 408
+        body = await response.get_json()
+        assert body["error"]["code"] == "timeout"
+        assert "did not arrive within 0.2 seconds" in body["error"]["message"]
+        assert response.headers["Connection"] == "close"
+        assert took < 0.4
+
+
+async def test_a_405_says_which_methods_the_path_takes(tmp_path: Path) -> None:
+    async with open_api(tmp_path) as api:
+        response = await api.app.test_client().delete(
+            "/api/v1/runs/x.2026-10-16.1", headers=api.headers("admin")
+        )
+        assert response.status_code == 405
+        assert response.headers["Allow"] == "HEAD, GET"
