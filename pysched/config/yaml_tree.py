@@ -26,6 +26,12 @@ try:
 except ImportError:  # pragma: no cover - the C parser is a dependency, but optional upstream
     _CLoader = None
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    MappingEndEvent,
+    MappingStartEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pysched.errors import Problem
@@ -128,7 +134,7 @@ class _Reader:
         self.budget -= 1
         if self.budget < 0:
             raise _TooBig
-        if depth > 100:
+        if depth > MAX_DEPTH:
             self.problems.append(self.place(node).problem("YAML nested too deeply"))
             return YScalar(value=None, text="", quoted=False, place=self.place(node))
         if isinstance(node, MappingNode):
@@ -207,9 +213,43 @@ class _TooBig(Exception):
     """Alias expansion made the document larger than any real config (a 'billion laughs')."""
 
 
+MAX_DEPTH = 100
+"""The deepest nesting of mappings and sequences a config may have (a real one has under 10)."""
+
+
+class _TooDeep(Exception):
+    """The document nests deeper than ``MAX_DEPTH``; ``line`` and ``col`` say where (1-based)."""
+
+    def __init__(self, line: int, col: int) -> None:
+        self.line, self.col = line, col
+
+
+def _check_depth(text: str) -> None:
+    """Refuse a document nested deeper than ``MAX_DEPTH`` before libyaml composes it: its
+    composer recurses in C once per level, and some 30,000 levels (a 60 KB file of brackets)
+    overflow the C stack and kill the process, reload or not. Parsing into events keeps its
+    own stack, so counting the depth from them is safe at any depth."""
+    assert _CLoader is not None
+    loader = cast(Any, _CLoader(text))
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, MappingStartEvent | SequenceStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise _TooDeep(int(mark.line) + 1, int(mark.column) + 1)
+            elif isinstance(event, MappingEndEvent | SequenceEndEvent):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def _compose(text: str, *, pure: bool) -> Node | None:
     if _CLoader is None or pure:
         return cast(Node | None, cast(Any, YAML(typ="rt")).compose(text))
+    _check_depth(text)
     loader = cast(Any, _CLoader(text))
     try:
         return cast(Node | None, loader.get_single_node())
@@ -272,6 +312,9 @@ def read_yaml(text: str, file: str, *, pure: bool = False) -> tuple[YNode | None
         return None, [Problem(file=file, line=0, col=0, message=f"YAML error: {exc}")]
     except RecursionError:
         return None, [Problem(file=file, line=0, col=0, message="YAML nested too deeply")]
+    except _TooDeep as deep:
+        message = f"YAML nested too deeply (more than {MAX_DEPTH} levels)"
+        return None, [Problem(file=file, line=deep.line, col=deep.col, message=message)]
     except AssertionError:
         # the pure-Python parser (used where libyaml is missing) trips over some malformed
         # comment layouts with an internal assert: still a file it cannot read, not a crash

@@ -108,3 +108,19 @@ def test_the_pure_parsers_internal_assert_is_a_problem_not_a_crash() -> None:
     assert [p.message for p in problems] == [
         "YAML the parser cannot read (check comments and indentation)"
     ]
+
+
+def test_a_document_nested_past_any_config_is_a_problem_not_a_crash() -> None:
+    """30,000 levels of brackets (60 KB) overflowed libyaml's composer, which recurses in C,
+    and killed the process with SIGSEGV: a reload of such a file ended the scheduler."""
+    for text in ("jobs: " + "[" * 30_000 + "]" * 30_000, "a: " + "{b: " * 30_000 + "}" * 30_000):
+        for pure in (False, True):
+            tree, problems = read_yaml(text, "deep.yaml", pure=pure)
+            assert tree is None
+            (problem,) = problems
+            assert "YAML nested too deeply" in problem.message
+    _, (problem,) = read_yaml("jobs: " + "[" * 30_000 + "]" * 30_000, "deep.yaml")
+    assert (problem.line, problem.col) == (1, 106)  # the 101st level (the top mapping is one)
+    # as deep as a config may go is fine
+    tree, problems = read_yaml("a: " + "[" * 99 + "]" * 99, "ok.yaml")
+    assert tree is not None and problems == []
