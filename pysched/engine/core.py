@@ -1167,11 +1167,10 @@ class EngineCore:
                 or before.schedule != after.schedule
                 or (before.enabled != after.enabled)
             ):
-                if after.schedule is not None and (
-                    name not in self._last_firing
-                    or (before is not None and before.enabled != after.enabled)
-                ):
-                    # new, disabled or enabled again: nothing before now to catch up
+                if after.schedule is not None:
+                    # new (or back), rescheduled, disabled or enabled again: no firing of
+                    # this schedule before now was missed, so a later restart must not catch
+                    # one up (it would be a run for a moment the schedule did not exist)
                     self._watermark(name, now, disabled=not after.enabled)
                 self._plan(name, now)
         self._record_config_version(by=by)

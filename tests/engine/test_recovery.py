@@ -126,6 +126,35 @@ async def test_apply_config_adds_changes_and_removes_jobs(
     assert versions == [first.sha256, second.sha256]
 
 
+async def test_a_restart_after_a_reschedule_catches_up_no_firing_that_never_was(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A reload that moves a job's minute (or removes the job and adds it back) must move
+    its last-firing mark too: else the next start looks at the time since the old schedule's
+    last firing with the new schedule, and "catches up" a firing nobody missed."""
+    hourly = 'jobs:\n  ph: {schedule: "25 * * * *", command: x, catch_up: all}\n'
+    moved = 'jobs:\n  ph: {schedule: "26 * * * *", command: x, catch_up: all}\n'
+    none = 'jobs:\n  other: {schedule: "0 0 1 1 *", command: x}\n'
+    h = Harness(config_from(hourly))
+    async with h.engine() as engine:
+        await h.advance(engine, minutes=25, seconds=30)  # ph fired at 00:25
+        await h.advance(engine, minutes=1)  # 00:26:30
+        await engine.apply_config(config_from(moved), by="ann")  # 00:26 already gone by
+        await h.advance(engine, minutes=1)
+        assert [r.run_id for r in engine.book] == ["ph.2026-10-19.1"]
+        await engine.apply_config(config_from(none), by="ann")  # ph removed at 00:27:30
+        await h.advance(engine, hours=1, minutes=1)  # ph would have fired at 01:26
+        await engine.apply_config(config_from(moved), by="ann")  # and back, at 01:28:30
+    await h.clock.advance(timedelta(minutes=10))  # down until 01:38:30
+    async with h.engine(store=h.store.reopen(), config=config_from(moved)) as engine:
+        assert [r.run_id for r in engine.book] == ["ph.2026-10-19.1"]  # nothing caught up
+        await h.advance(engine, hours=1)
+        assert [(r.run_id, r.trigger.value) for r in engine.book] == [
+            ("ph.2026-10-19.1", "schedule"),
+            ("ph.2026-10-19.2", "schedule"),  # 02:26, as the schedule in force says
+        ]
+
+
 async def test_restart_without_a_job_cancels_its_waiting_runs_and_watches_running_ones(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
