@@ -1148,7 +1148,8 @@ class EngineCore:
         old = self.config
         self.config = new
         self._slots.reconfigure(new.scheduler.max_running, new.pools)
-        self._slots.unpark_all()  # overlap rules may have changed
+        # pools, priorities and overlap rules may have changed
+        self._slots.refile(self._placement)
         self._index_config()
         now = self._time()
         for name in set(old.jobs) | set(new.jobs):
@@ -1162,7 +1163,12 @@ class EngineCore:
                         RunState.RETRYING,
                     ):
                         self._move(run, RunState.CANCELLED, "job removed from the config")
-            elif (
+                continue
+            if before is not None and (
+                before.depends_on != after.depends_on or before.calendar != after.calendar
+            ):
+                self._judge_again(name, before)
+            if (
                 before is None
                 or before.schedule != after.schedule
                 or (before.enabled != after.enabled)
@@ -1178,6 +1184,20 @@ class EngineCore:
             lambda: self.events.publish(now, "config_applied", {"sha256": new.sha256, "by": by})
         )
         self._dispatch_wanted = True
+
+    def _placement(self, run_id: str) -> tuple[int, str | None]:
+        """A queued run's priority and pool, as its job now says."""
+        run = self.book.find(run_id)
+        job = self.config.jobs.get(run.job) if run is not None else None
+        return (job.priority, job.pool) if job is not None else (0, None)
+
+    def _judge_again(self, name: str, before: Job) -> None:
+        """``name``'s dependencies changed in a reload: its runs not started yet are judged
+        again by the new ones (a run waiting for a job that is gone would wait for ever)."""
+        for run in self.book.runs(job=name):
+            if run.state in _EVALUABLE and not run.forced:
+                self._unwatch(run, before)
+                self._evaluate(run)
 
     # -- snapshots -------------------------------------------------------------------------
 

@@ -131,6 +131,24 @@ class Slots:
         for job in list(self._parked):
             self.unpark(job, everything=True)
 
+    def refile(self, place: Callable[[str], tuple[int, str | None]]) -> None:
+        """File every queued run again, parked ones too, under the (priority, pool) that
+        ``place(run_id)`` gives now: a reload may have moved its job to another pool (a run
+        left under a pool that is gone would never start) or changed its priority. Each run
+        keeps its place in age."""
+        self.unpark_all()
+        entries: dict[str, int] = {}
+        for heap in self._heaps.values():
+            for _, order, run_id in heap:
+                if run_id in self._queued and order < entries.get(run_id, order + 1):
+                    entries[run_id] = order
+        self._heaps = {}
+        for run_id, order in entries.items():
+            priority, pool = place(run_id)
+            self._heaps.setdefault(pool or _NO_POOL, []).append((-priority, order, run_id))
+        for heap in self._heaps.values():
+            heapq.heapify(heap)
+
     # -- counting --------------------------------------------------------------------------
 
     def acquire(self, pool: str | None) -> None:

@@ -385,3 +385,41 @@ async def test_a_due_retry_waits_for_the_running_run_even_with_another_in_backof
         await engine.release(p2.run_id)  # due retry; p.1 RUNNING, p.3 retrying
         await h.advance(engine, hours=2)
         assert max_concurrent(engine, {"p"}) == 1
+
+
+async def test_queued_runs_follow_their_job_to_another_pool_on_reload(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Queued runs were filed under the pool their job had when they queued: moved to a pool
+    that a reload then removed, they never started; moved to a smaller pool, they overran it."""
+    before = """
+    scheduler: {max_running: 1}
+    pools: {a: 5, b: 1, z: 1}
+    jobs:
+      zj: {schedule: "0 3 1 1 *", command: x, pool: z, overlap: allow}
+      yj: {schedule: "0 3 1 1 *", command: x, pool: a, overlap: allow}
+      other: {schedule: "0 3 1 1 *", command: x, pool: b}
+    """
+    after = """
+    scheduler: {max_running: 10}
+    pools: {a: 5, b: 1}
+    jobs:
+      zj: {schedule: "0 3 1 1 *", command: x, overlap: allow}
+      yj: {schedule: "0 3 1 1 *", command: x, pool: b, overlap: allow}
+      other: {schedule: "0 3 1 1 *", command: x, pool: b}
+    """
+    h = Harness(config_from(before), durations={"zj": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        for job in ("zj", "zj", "zj", "yj", "yj"):
+            await engine.trigger(job)
+        await engine.settle()
+        assert len(engine.book.runs(state=RunState.QUEUED)) == 4  # max_running 1
+        await engine.apply_config(config_from(after))
+        await engine.settle()
+        # zj's queued runs left pool z (gone) and start; of yj's, one fits pool b (size 1)
+        assert len(engine.book.runs(job="zj", state=RunState.RUNNING)) == 3
+        assert len(engine.book.runs(job="yj", state=RunState.RUNNING)) == 1
+        await engine.trigger("other")
+        await engine.settle()
+        assert engine.book.runs(job="other")[0].state is RunState.QUEUED  # b is full
+        assert engine.slot_use().pools["b"] == (1, 1)

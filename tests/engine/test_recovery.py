@@ -155,6 +155,29 @@ async def test_a_restart_after_a_reschedule_catches_up_no_firing_that_never_was(
         ]
 
 
+async def test_a_reload_that_changes_dependencies_judges_waiting_runs_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``down`` waits for ``up``; a reload removes ``up`` and drops ``down``'s dependency. The
+    run used to wait for ever (and start only after a restart)."""
+    first = config_from(
+        """
+        jobs:
+          up: {schedule: "0 3 1 1 *", command: x}
+          down: {schedule: "0 3 1 1 *", depends_on: [up], command: x}
+        """
+    )
+    second = config_from('jobs:\n  down: {schedule: "0 3 1 1 *", command: x}\n')
+    h = Harness(first)
+    async with h.engine() as engine:
+        run = await engine.trigger("down")
+        await engine.settle()
+        assert engine.book.get(run.run_id).state is RunState.WAITING
+        await engine.apply_config(second, by="ann")
+        await engine.settle()
+        assert engine.book.get(run.run_id).state is RunState.RUNNING
+
+
 async def test_restart_without_a_job_cancels_its_waiting_runs_and_watches_running_ones(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
