@@ -23,7 +23,7 @@ import trio
 from pysched.config import ConfigError, load_config
 from pysched.config.model import Config
 from pysched.engine import Engine
-from pysched.errors import TokenFileError
+from pysched.errors import EngineStopped, TokenFileError
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,12 @@ class Reloader:
         self._tokens = tokens
         self._watcher = watcher
         self._lock = trio.Lock()
+        self._stopped = False
+
+    def stop(self) -> None:
+        """The scheduler is stopping: reloads are refused from now on (``EngineStopped``), and
+        one under way applies nothing more, nor tells systemd it is ready again."""
+        self._stopped = True
 
     async def reload(self, *, by: str) -> ReloadOutcome:
         """Read, check and apply the config file; see the module docstring.
@@ -91,7 +97,9 @@ class Reloader:
         cancelled while the file is read changes nothing; once the engine has the new config
         it is applied whole.
         """
+        self._refuse_if_stopped()
         async with self._lock:
+            self._refuse_if_stopped()
             if self._watcher is not None:
                 self._watcher.reloading(status=f"reloading {self._path}")
             outcome: ReloadOutcome | None = None
@@ -99,8 +107,12 @@ class Reloader:
                 outcome = await self._reload(by)
                 return outcome
             finally:
-                if self._watcher is not None:
+                if self._watcher is not None and not self._stopped:
                     self._watcher.ready(status=_reload_status(outcome))
+
+    def _refuse_if_stopped(self) -> None:
+        if self._stopped:
+            raise EngineStopped("pysched is stopping: the config is not reloaded")
 
     async def _reload(self, by: str) -> ReloadOutcome:
         engine = self._engine
@@ -141,10 +153,13 @@ class Reloader:
         warnings += [str(warning) for warning in new.warnings]
         for warning in warnings:
             log.warning("reload: %s", warning)
-        changed = new.sha256 != current.sha256
+        rotated = not new.secrets.same_values(current.secrets)
+        changed = new.sha256 != current.sha256 or rotated
         if changed:
+            self._refuse_if_stopped()  # a stop began while the file was read: apply nothing
             await engine.apply_config(new, by=by)
-            log.info("reloaded %s: version %s", self._path, new.sha256[:12])
+            secrets = " (secret values changed)" if rotated else ""
+            log.info("reloaded %s: version %s%s", self._path, new.sha256[:12], secrets)
         else:
             log.info("reload: %s is unchanged (version %s)", self._path, new.sha256[:12])
         return ReloadOutcome(

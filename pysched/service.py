@@ -187,6 +187,7 @@ async def serve(
                         log.info("%s: stopping (running attempts stay with their minders)", name)
                         result = ServeResult(code=0, reason=f"stopped by {name}")
                         break
+                    reloader.stop()  # no reload from here on (nor a READY=1 after STOPPING=1)
                     notifier.stopping(status="stopping; running attempts stay with their minders")
                     engine.stop_starting()  # at once: the web's stop may take its grace
                     if web is not None:

@@ -84,6 +84,13 @@ class Secrets:
         found = self.environ.get(name)
         return found if found is not None else self.file_values.get(name)
 
+    def same_values(self, other: Secrets) -> bool:
+        """Whether ``other`` gives every name this one knows of the same value, and knows of
+        no other (a reload that rotates a secret, and nothing else, must still apply)."""
+        names = set(self.file_values) | self.referenced
+        other_names = set(other.file_values) | other.referenced
+        return names == other_names and all(self.get(n) == other.get(n) for n in names)
+
     def __contains__(self, name: object) -> bool:
         """Whether ``name`` has a value in the environment or the file (empty counts)."""
         return name in self.environ or name in self.file_values

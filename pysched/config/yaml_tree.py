@@ -238,7 +238,7 @@ def _check_depth(text: str) -> None:
             if isinstance(event, MappingStartEvent | SequenceStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    mark = event.start_mark
+                    mark = cast(Any, event).start_mark
                     raise _TooDeep(int(mark.line) + 1, int(mark.column) + 1)
             elif isinstance(event, MappingEndEvent | SequenceEndEvent):
                 depth -= 1

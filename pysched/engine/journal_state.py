@@ -83,6 +83,8 @@ class Replayed:
             if previous is None or last > previous:
                 self.last_firing[data["job"]] = last
         elif kind == "config":
+            # a version put in force again moves to the end, as the engine keeps it live
+            self.configs.pop(data["sha256"], None)
             self.configs[data["sha256"]] = data
         elif kind == "job":
             if data.get("held"):
