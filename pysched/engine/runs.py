@@ -229,6 +229,8 @@ class Run:
             )
         self.state = to
         self.reason = reason
+        if to.finished:
+            self.next_try_at = None  # a cancelled or marked run has no next try
 
     @property
     def attempts_in_series(self) -> int:

@@ -190,3 +190,24 @@ async def test_run_dates_near_the_end_of_time_are_refused(autojump_clock: object
         with pytest.raises(ActionError, match="after the year 9000"):
             await engine.trigger("a", date(9999, 12, 31))
         assert engine.error is None
+
+
+async def test_a_cancelled_retrying_run_has_no_next_try(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = config_from(
+        """
+        jobs:
+          flaky:
+            schedule: "0 2 * * *"
+            command: x
+            retries: {count: 2, backoff: {initial: 10m}}
+        """
+    )
+    h = Harness(config, outcomes={"flaky": [1, 0]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=2, minutes=2)
+        run = engine.book.get("flaky.2026-10-19.1")
+        assert run.state is RunState.RETRYING and run.next_try_at is not None
+        await engine.cancel(run.run_id, by="ann")
+        assert (run.state, run.next_try_at) == (RunState.CANCELLED, None)
