@@ -67,6 +67,8 @@ class JobContext:
     """What a job may refer to, from the rest of the config."""
 
     calendars: Mapping[str, Calendar]
+    broken_calendars: frozenset[str]
+    """Calendars defined with a problem (reported where they are defined)."""
     pools: Mapping[str, int]
     job_names: frozenset[str]
     timezone: ZoneInfo
@@ -251,7 +253,7 @@ class JobBuilder:
         if name is None:
             return None
         calendar = self._ctx.calendars.get(name)
-        if calendar is None:
+        if calendar is None and name not in self._ctx.broken_calendars:
             self._r.report(
                 node.place,
                 f"unknown calendar {name!r}",

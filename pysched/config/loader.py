@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
@@ -29,6 +30,7 @@ from pysched.timing.calendar import Calendar, parse_weekdays
 from pysched.timing.run_dates import parse_iso_date
 
 TOP_KEYS = ("scheduler", "calendars", "pools", "defaults", "jobs")
+_DATE_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SCHEDULER_KEYS = (
     "state_dir",
     "log_dir",
@@ -85,12 +87,14 @@ def _parse_config(text: str, path: Path, env: Mapping[str, str] | None) -> Confi
     base = path.parent.absolute()
     scheduler_node = top.get("scheduler")
     scheduler = _scheduler(reader, scheduler_node, base)
-    calendars = _calendars(reader, top.get("calendars"))
+    calendars, broken_calendars = _calendars(reader, top.get("calendars"))
     pools = _pools(reader, top.get("pools"))
     jobs_node = top.get("jobs")
     if jobs_node is None:
         reader.report(top.place, "the config has no jobs:", "add a jobs: section")
-    jobs, builder = _jobs(reader, jobs_node, top.get("defaults"), calendars, pools, scheduler)
+    jobs, builder = _jobs(
+        reader, jobs_node, top.get("defaults"), calendars, broken_calendars, pools, scheduler
+    )
     secrets, secrets_warnings = _secrets(
         reader, scheduler_node, scheduler, env, frozenset(builder.secret_names)
     )
@@ -217,10 +221,14 @@ def _tls(reader: FieldReader, node: YNode | None, base: Path) -> Tls | None:
 _NO = Place(file="", line=0, col=0)
 
 
-def _calendars(reader: FieldReader, node: YNode | None) -> dict[str, Calendar]:
+def _calendars(
+    reader: FieldReader, node: YNode | None
+) -> tuple[dict[str, Calendar], frozenset[str]]:
+    """The calendars that build, and the names of those defined with a problem (each problem
+    reported, every one of them: a bad ``based_on`` does not hide the rest)."""
     mapping = reader.mapping(node, "calendars")
     if mapping is None:
-        return {}
+        return {}, frozenset()
     reader.check_keys(mapping, [str(k.value) for k, _ in mapping.entries], "calendars")
     specs: dict[str, tuple[YScalar, YMap]] = {}
     for key, value in mapping.entries:
@@ -243,25 +251,21 @@ def _calendars(reader: FieldReader, node: YNode | None) -> dict[str, Calendar]:
         if parent_node is not None:
             parent_name = reader.text(parent_node, "based_on")
             if parent_name is None:
-                failed.add(name)
-                return None
+                return check_alone(name)
             if parent_name in chain or parent_name == name:
                 cycle = " -> ".join([*chain, name, parent_name])
                 reader.report(parent_node.place, f"calendar based_on cycle: {cycle}")
-                failed.add(name)
-                return None
+                return check_alone(name)
             if parent_name not in specs:
                 reader.report(
                     parent_node.place,
                     f"calendar {name!r} is based on unknown calendar {parent_name!r}",
                     did_you_mean(parent_name, specs),
                 )
-                failed.add(name)
-                return None
+                return check_alone(name)
             parent = build(parent_name, (*chain, name))
             if parent is None:
-                failed.add(name)
-                return None
+                return check_alone(name)
         calendar = _calendar(reader, name, key, body, parent)
         if calendar is None:
             failed.add(name)
@@ -269,9 +273,15 @@ def _calendars(reader: FieldReader, node: YNode | None) -> dict[str, Calendar]:
             built[name] = calendar
         return calendar
 
+    def check_alone(name: str) -> None:
+        """Its parent cannot be had: report its own entries' problems anyway, then fail."""
+        failed.add(name)
+        key, body = specs[name]
+        _calendar(reader, name, key, body, None)
+
     for name in specs:
         build(name, ())
-    return {name: built[name] for name in specs if name in built}
+    return {name: built[name] for name in specs if name in built}, frozenset(failed)
 
 
 def _calendar(
@@ -345,7 +355,11 @@ def _dates(
                 value = parse_iso_date(value.strip())
         if not isinstance(value, date):
             form = "a date like 2026-12-25" + (" or {date: ..., name: ...}" if named else "")
-            reader.report(target.place, f"each of {what} must be {form}")
+            text = target.text if isinstance(target, YScalar) else ""
+            if _DATE_SHAPE.fullmatch(text.strip()):  # the right shape, but no such day
+                reader.report(target.place, f"{text.strip()} is not a day of the calendar")
+            else:
+                reader.report(target.place, f"each of {what} must be {form}")
             continue
         result.append((value, label))
     return result
@@ -396,6 +410,7 @@ def _jobs(
     node: YNode | None,
     defaults_node: YNode | None,
     calendars: Mapping[str, Calendar],
+    broken_calendars: frozenset[str],
     pools: Mapping[str, int],
     scheduler: SchedulerSettings | None,
 ) -> tuple[dict[str, Job], JobBuilder]:
@@ -408,6 +423,7 @@ def _jobs(
     names = frozenset(str(k.value) for k, _ in entries)
     context = JobContext(
         calendars=calendars,
+        broken_calendars=broken_calendars,
         pools=pools,
         job_names=names,
         timezone=scheduler.timezone if scheduler else ZoneInfo("UTC"),

@@ -435,3 +435,20 @@ def test_a_cycle_through_a_job_with_another_mistake_is_reported_with_it() -> Non
     joined = "\n".join(found)
     for fragment in ("unknown pool 'nosuchpool'", "dependency cycle: a -> b -> a", "NOPE_NOT_SET"):
         assert fragment in joined, found
+
+
+def test_a_calendar_with_a_mistake_is_not_called_unknown_and_hides_nothing() -> None:
+    """A calendar with one bad entry used to be dropped, so each job using it was told the
+    calendar was unknown (it is defined); and a bad based_on stopped the checks of the rest."""
+    found = problems(
+        "calendars:\n"
+        "  uk: {country: GB, holidays: [2026-02-30]}\n"
+        "  base: {based_on: nope, weekdays: [7]}\n"
+        "jobs:\n  j: {command: x, schedule: '@daily', calendar: uk}\n"
+    )
+    assert found == [
+        "pysched.yaml:2:32: 2026-02-30 is not a day of the calendar",
+        "pysched.yaml:3:20: calendar 'base' is based on unknown calendar 'nope'",
+        "pysched.yaml:3:36: calendar 'base' weekdays: weekday 7 is out of range; write a day "
+        "name (mon..sun, or in full), a range such as mon-fri, or a number 0-6 with Monday=0",
+    ]
