@@ -552,6 +552,10 @@ class EngineCore:
             # none waits for a run that will not come
             self._slots.unpark(run.job)
         if before is not to:
+            if to.finished:
+                run.ended_at = self._time()
+            elif before.finished:
+                run.ended_at = None  # rerun: going again
             if before.finished or to.finished:
                 self._notify.add((run.job, run.run_date))
             if before is RunState.QUEUED:

@@ -145,6 +145,7 @@ class Run:
         "_frozen",
         "committed",
         "created_at",
+        "ended_at",
         "forced",
         "job",
         "n",
@@ -185,6 +186,8 @@ class Run:
         self._attempts: list[Attempt] | None = []
         self.series_start = 0
         self.next_try_at: datetime | None = None
+        self.ended_at: datetime | None = None
+        """When the run last reached a final state (None while it is not finished)."""
         self.forced = False
         # the journal record is written at every change: the parts that never change, and
         # each attempt's part, are serialised once and reused
@@ -256,6 +259,7 @@ class Run:
             "series": self.series_start,
             "next_try": self.next_try_at.isoformat() if self.next_try_at else None,
             "forced": self.forced,
+            "ended": self.ended_at.isoformat() if self.ended_at else None,
         }
 
     def _frozen_data(self) -> dict[str, Any]:
@@ -318,6 +322,7 @@ class Run:
         since) is kept."""
         data = self._fixed
         next_try = data.get("next_try")
+        ended = data.get("ended")
         values: dict[str, Any] = {
             "created_at": datetime.fromisoformat(data["created"]),
             "scheduled_for": datetime.fromisoformat(data["for"]),
@@ -327,6 +332,7 @@ class Run:
             "series_start": data.get("series") or 0,
             "next_try_at": datetime.fromisoformat(next_try) if next_try else None,
             "forced": bool(data.get("forced")),
+            "ended_at": datetime.fromisoformat(ended) if ended else None,
         }
         for name, value in values.items():
             try:
@@ -357,6 +363,7 @@ _THAWED = frozenset(
         "series_start",
         "next_try_at",
         "forced",
+        "ended_at",
     }
 )
 _CHANGEABLE = (
@@ -364,6 +371,7 @@ _CHANGEABLE = (
     ("series_start", "series"),
     ("next_try_at", "next_try"),
     ("forced", "forced"),
+    ("ended_at", "ended"),
 )
 """Fields that change after a run is created, with their record keys (state and attempts are
 handled on their own)."""

@@ -42,6 +42,16 @@ def attempt_view(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def _ended_at(run: Run, last: Attempt | None) -> datetime | None:
+    """When a finished run ended: its last attempt's end if that ended it, else the instant
+    it was finished (cancelled while queued, marked successful, skipped)."""
+    if not run.state.finished:
+        return None
+    if last is not None and last.ended_at is not None:
+        return last.ended_at
+    return run.ended_at
+
+
 def _series_start(run: Run) -> datetime:
     """When the run's current series of attempts began (a rerun or force starts a new one:
     the time an operator took to rerun is not the job's)."""
@@ -119,7 +129,7 @@ def _run_fields(run: Run) -> dict[str, Any]:
         "next_try_at": _iso(run.next_try_at),
         "forced": run.forced,
         "started_at": _iso(attempts[0].started_at) if attempts else None,
-        "ended_at": _iso(last.ended_at) if last is not None and run.state.finished else None,
+        "ended_at": _iso(_ended_at(run, last)),
         "attempts": [attempt_view(attempt) for attempt in attempts],
     }
 
@@ -147,7 +157,7 @@ class RunViews:
         # a finished run's duration no longer changes with time: encoded once, kept
         fixed = state.finished and (not attempts or attempts[-1].ended_at is not None)
         key = (state, run.reason, len(attempts), attempts[-1] if attempts else None)
-        key += (run.next_try_at, run.forced)
+        key += (run.next_try_at, run.forced, run.ended_at)
         cached = self._cache.get(run.run_id)
         if cached is not None and cached[0] == key:
             self._cache.move_to_end(run.run_id)

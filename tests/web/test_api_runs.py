@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -392,3 +392,25 @@ async def test_null_for_an_optional_field_means_left_out(tmp_path: Path) -> None
         assert status == 201, run
         status, made = await api.post("/api/v1/tokens", {"name": "screen", "role": None})
         assert (status, made["role"]) == (201, "viewer")
+
+
+async def test_a_run_finished_without_an_attempt_has_an_end(tmp_path: Path) -> None:
+    """``ended_at`` is set once a run is finished, attempts or not (a cancel while held)."""
+    async with open_api(tmp_path) as api:
+        await api.post("/api/v1/jobs/extract/hold", {}, "operator")
+        status, run = await api.post(
+            "/api/v1/jobs/extract/trigger", {"run_date": "2026-10-16"}, "operator"
+        )
+        assert status == 201 and run["ended_at"] is None
+        status, run = await api.post(f"/api/v1/runs/{run['run_id']}/cancel", {}, "operator")
+        assert status == 200
+        assert (run["state"], run["attempts"]) == ("cancelled", [])
+        ended = datetime.fromisoformat(run["ended_at"])
+        assert abs((api.engine.clock.now() - ended).total_seconds()) < 5
+        # and it is journaled: the same after a restart
+        records = [
+            r.data
+            for r in api.harness.store.records()
+            if r.type == "run" and r.data["id"] == run["run_id"]
+        ]
+        assert records[-1]["ended"] == run["ended_at"]
