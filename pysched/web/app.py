@@ -110,7 +110,8 @@ def create_app(context: WebContext) -> QuartTrio:
                 return error_response(ApiError(503, f"the engine has stopped: {exc}"))
             except TokenFileError as exc:
                 log.warning("tokens file: %s", exc)
-                return error_response(ApiError(503, "the tokens file cannot be written"))
+                message = "the tokens file cannot be read or written (the server's log says why)"
+                return error_response(ApiError(503, message))
             except HTTPException:
                 raise
             except Exception:
