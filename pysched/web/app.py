@@ -145,7 +145,7 @@ def create_app(context: WebContext) -> QuartTrio:
             g.body_unread = True  # ``finish_request`` must not wait for it a second time
         response = error_response(ApiError(status, message))
         if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
+            response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
         return response
 
     @app.after_request

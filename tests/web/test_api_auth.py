@@ -160,4 +160,4 @@ async def test_a_405_says_which_methods_the_path_takes(tmp_path: Path) -> None:
             "/api/v1/runs/x.2026-10-16.1", headers=api.headers("admin")
         )
         assert response.status_code == 405
-        assert response.headers["Allow"] == "HEAD, GET"
+        assert response.headers["Allow"] == "GET, HEAD"
