@@ -64,9 +64,7 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     return parse_config(text, file, env)
 
 
-def parse_config(
-    text: str, path: Path | str, env: Mapping[str, str] | None = None
-) -> Config:
+def parse_config(text: str, path: Path | str, env: Mapping[str, str] | None = None) -> Config:
     """Check config ``text`` as if read from ``path`` (which anchors relative paths)."""
     with collection_paused():
         return _parse_config(text, Path(path), env)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,9 @@ from hypothesis import strategies as st
 
 from pysched.config import parse_config
 from pysched.config.shell_quoting import Spot, UnsafeSpot, quote_for, spots
-from pysched.config.templates import RunContext, Template, TemplateSyntaxError
+from pysched.config.templates import Template, TemplateSyntaxError
 from pysched.errors import ConfigError
-
-CTX = RunContext(
-    job="ice",
-    run_id="ice.2026-10-19.1",
-    run_date=date(2026, 10, 19),
-    attempt=1,
-    scheduled_for=datetime(2026, 10, 19, 9, 3, tzinfo=UTC),
-)
+from tests.config.test_templates import CTX
 
 NASTY = "p$(touch PWNED)w`touch PWNED2`d'\"\\ \n;x|y&z *"
 

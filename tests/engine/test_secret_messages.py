@@ -32,13 +32,19 @@ class QuotingLauncher(FakeLauncher):
         raise OSError(f"cannot start {spec.argv[0]!r} in {spec.cwd}")
 
 
-async def test_a_start_error_quoting_a_secret_is_journaled_masked(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    h = Harness(config_from(CONFIG, {"DEPLOY_KEY": SECRET}))
+def quoting(secret: str) -> tuple[Harness, QuotingLauncher]:
+    """A harness whose launcher quotes the program and folder, with ``secret`` in both."""
+    h = Harness(config_from(CONFIG, {"DEPLOY_KEY": secret}))
     launcher = QuotingLauncher(h.clock)
     launcher.specs = []
     h.launcher = launcher
+    return h, launcher
+
+
+async def test_a_start_error_quoting_a_secret_is_journaled_masked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h, launcher = quoting(SECRET)
     async with h.engine() as engine:
         run = await engine.trigger("load", date(2026, 10, 19))
         await engine.settle()
@@ -62,11 +68,7 @@ async def test_a_secret_in_a_folder_that_path_tidies_up_stays_masked(
 ) -> None:
     """``Path`` writes "/srv/ab//key/" as "/srv/ab/key": the raw value is no longer in it, so
     masking by value alone let it through (into the note, the journal and the API)."""
-    secret = "ab//Slash3dSecret/"
-    h = Harness(config_from(CONFIG, {"DEPLOY_KEY": secret}))
-    launcher = QuotingLauncher(h.clock)
-    launcher.specs = []
-    h.launcher = launcher
+    h, launcher = quoting("ab//Slash3dSecret/")
     async with h.engine() as engine:
         run = await engine.trigger("load", date(2026, 10, 19))
         await engine.settle()
