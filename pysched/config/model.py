@@ -121,11 +121,16 @@ class Command:
             names |= template.secret_names
         return frozenset(names)
 
-    def render(self, ctx: RunContext, secrets: SecretSource) -> tuple[str, ...]:
-        """The argv to execute; string commands have every substituted value shell-quoted."""
+    def render(
+        self, ctx: RunContext, secrets: SecretSource
+    ) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The argv to execute, and the environment variables it needs: a string command
+        refers to its values that are not plain through ``PYSCHED_VALUE_<n>``
+        (``Template.render_shell``); a list command needs none."""
         if self.shell is not None:
-            return ("/bin/sh", "-c", self.shell.render(ctx, secrets, shell=True))
-        return tuple(t.render(ctx, secrets) for t in self.argv)
+            text, values = self.shell.render_shell(ctx, secrets)
+            return ("/bin/sh", "-c", text), values
+        return tuple(t.render(ctx, secrets) for t in self.argv), {}
 
     def display(self, ctx: RunContext | None = None) -> str:
         """The command as people may see it: secrets shown as ``***``."""

@@ -1,26 +1,36 @@
-"""Where each value sits in a ``/bin/sh -c`` command, and how to quote it there.
+"""How values go into a ``/bin/sh -c`` command without ever becoming part of its code.
 
 A string command is the operator's shell code with values put in (``{run_date}``,
-``${DB_PASSWORD}``). A value must reach the program as literal text, whatever it holds, and
-how to write literal text depends on where the value sits:
+``${DB_PASSWORD}``). A value must reach the program as literal text, whatever it holds. No
+quoting of a value's *text* can promise that in every spot of every shell (a value inside
+``"${X:-...}"``, after bash's ``>&``, in a here-string, past a line continuation: each reads
+quotes its own way), so a value's text goes into the command only when it is **plain**: made
+of ``A-Z a-z 0-9 _ @ % + : , . / -`` alone, which no shell reads as anything but itself (a
+date, a job name, a run id). Any other value is put in the attempt's environment as
+``PYSCHED_VALUE_<n>`` (``n`` counts the command's values from 1), and the command refers to it:
+the shell expands a variable into data and never parses it again, so nothing in the value can
+end a quote, start a substitution or a comment, or reach the next line.
+
+The reference is written for the spot it is in, so the program gets the value exactly:
 
 ==============  ===========================================  ==================================
-where           example                                      the value is written
+where           example                                      a value that is not plain becomes
 ==============  ===========================================  ==================================
-bare            ``load --date {run_date}``                   :func:`shlex.quote`: ``'a b'``
-double quotes   ``psql -c "... where d = '{run_date}'"``     ``\\``, ``$``, backquote and ``"``
-                                                             escaped with ``\\``
-single quotes   ``echo '{job}'``                             as is, each ``'`` as ``'"'"'``
+bare            ``load --password ${PW}``                    ``"${PYSCHED_VALUE_1}"``
+double quotes   ``psql -c "... where u = '${PW}'"``          ``${PYSCHED_VALUE_1}``
+single quotes   ``echo '${PW}'``                             ``'"${PYSCHED_VALUE_1}"'``
 ==============  ===========================================  ==================================
 
-Anywhere else the shell reads the text again or ends it early, and no quoting is both safe and
-faithful: inside ``$(...)``, backquotes or ``$((...))``, in a here-document, in a comment (a
-newline in the value would end it), or right after a backslash. A value there is refused when the
-config loads, with the way out: pass it in ``env`` and write ``"$NAME"`` in the command.
-
-The reading follows POSIX sh at the level of quotes and the constructs above, never further:
-the command is not parsed into a syntax tree, and nothing after a ``case`` inside a substitution
-is trusted (its patterns end in a bare ``)``). This module uses only the standard library.
+Where even a reference is no good (a quoted here-document would not expand it; bash reads some
+words twice, as arithmetic or after ``>&``, and would run what a value holds), a value that may
+not be plain (a secret, a date with a format) is refused when the config loads, with the way
+out (pass it in ``env`` and write ``"$NAME"``): inside ``$(...)``, backquotes, ``$((...))``,
+``${...}``, ``((...))``, ``[[...]]`` or a ``let`` command, after ``>&``, in a here-document or as
+its delimiter, in a comment, right after a backslash. A placeholder without a format is always
+plain (``{run_date}``, ``{job}``, ``{run_id}``, ``{attempt}``, ``{scheduled_for}``) and goes
+anywhere. The reading follows POSIX sh at the level of quotes and those constructs,
+never further. Should it misjudge a spot, a value still cannot run: the worst is a value split
+into words, or shown as the reference's name. This module uses only the standard library.
 """
 
 from __future__ import annotations
@@ -29,9 +39,20 @@ import enum
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-__all__ = ["Spot", "UnsafeSpot", "ends_in_name", "quote_for", "spots"]
+__all__ = [
+    "VALUE_VARIABLE",
+    "Spot",
+    "ends_in_name",
+    "is_plain",
+    "quote_for",
+    "reference_for",
+    "spots",
+]
+
+VALUE_VARIABLE = "PYSCHED_VALUE_{}"
+"""The environment variable that carries the command's ``n``-th value (from 1) when it is not
+plain."""
 
 
 class Spot(enum.Enum):
@@ -42,22 +63,35 @@ class Spot(enum.Enum):
     SINGLE = "single"
 
 
-@dataclass(frozen=True, slots=True)
-class UnsafeSpot:
-    """A value sits where it cannot be quoted safely; ``where`` says where, in words ("in a
-    comment", "right after a backslash"), and ``gap`` is the index of the value (0 for the
-    first)."""
+_PLAIN = re.compile(r"[A-Za-z0-9_@%+:,./-]+")
 
-    gap: int
-    where: str
+
+def is_plain(value: str) -> bool:
+    """Whether ``value`` may be written into a command as it is (see the module docstring):
+    not empty, and nothing but letters, digits and ``_ @ % + : , . / -``. (``=`` is left out: a
+    command's first word ``A=b`` would be an assignment.)"""
+    return _PLAIN.fullmatch(value) is not None
+
+
+def reference_for(number: int, spot: Spot) -> str:
+    """How the command refers to its ``number``-th value (``VALUE_VARIABLE``) at ``spot``
+    (its quote or brace also ends a ``$x`` just before it)."""
+    name = VALUE_VARIABLE.format(number)
+    if spot is Spot.BARE:
+        return f'"${{{name}}}"'
+    if spot is Spot.DOUBLE:
+        return f"${{{name}}}"
+    return f"'\"${{{name}}}\"'"
 
 
 def quote_for(value: str, spot: Spot, *, after_name: bool = False) -> str:
-    """``value`` written so that the shell reads it back exactly, at ``spot``.
+    """``value`` written so that the shell reads it back exactly, at ``spot``: for a plain
+    value, the value itself; for display, the others too (quoted as a person would write them;
+    what runs refers to them instead, ``reference_for``).
 
-    ``after_name``: the text before it ends in a shell variable (``$x``), which a value starting
-    with a letter, digit or ``_`` would lengthen (``$xabc``); an empty quoted string keeps the two
-    apart.
+    ``after_name``: the text before ends in a shell variable written without braces (``$x``);
+    a value starting with a letter, digit or ``_`` would lengthen it (``$xabc``), so it gets an
+    empty quoted string in front.
     """
     if spot is Spot.SINGLE:
         return value.replace("'", "'\"'\"'")
@@ -78,19 +112,27 @@ _ENDS_IN_NAME = re.compile(r"(?<!\\)\$[A-Za-z_][A-Za-z0-9_]*$")
 _WORD_BREAK = " \t\n;&|()<>"
 _DELIMITER = re.compile(r"[^ \t\n;&|()<>]+")
 _CASE = re.compile(r"case(?=[ \t\n;&|()<>]|$)")
+_LET = re.compile(r"let(?=[ \t])")
+_NESTED_SPOTS = {
+    "$(": "in a $(...) substitution",
+    "$((": "in a $((...)) expression",
+    "`": "in a backquoted substitution",
+    "${": "in a ${...} expansion",
+    "((": "in a ((...)) arithmetic command (bash reads its words as code)",
+    "[[": "in a [[...]] test (bash reads some of its words as arithmetic)",
+    "let": "in a let command (its words are arithmetic)",
+}
 
 
-def spots(literals: Sequence[str]) -> list[Spot] | UnsafeSpot:
-    """The spot of each value in a command made of ``literals`` with a value between each two
-    (``len(literals) - 1`` values), or the first value that sits where it cannot be quoted."""
+def spots(literals: Sequence[str]) -> list[Spot | str]:
+    """Where each value sits in a command made of ``literals`` with a value between each two
+    (``len(literals) - 1`` values): its ``Spot``, or, where not even a reference to it is safe
+    or faithful, why, in words ("in a comment", "right after a backslash")."""
     reader = _Reader()
-    found: list[Spot] = []
+    found: list[Spot | str] = []
     for gap in range(len(literals) - 1):
         reader.read(literals[gap])
-        spot = reader.spot()
-        if isinstance(spot, str):
-            return UnsafeSpot(gap, spot)
-        found.append(spot)
+        found.append(reader.spot())
         reader.after_value()
     return found
 
@@ -110,6 +152,8 @@ class _Reader:
         self.line = ""  # the current line of a here-document's body, so far
         self.lost = ""  # why nothing from here on can be trusted
         self.pending = ""  # a "<<" at the end of a piece: the value after it is a delimiter
+        self.command_start = True  # the next word is a command's first (``let``, ``[[``)
+        self.dup = 0  # after bash's ">&": 1 before its word, 2 in it (bash expands it twice)
 
     def spot(self) -> Spot | str:
         if self.lost:
@@ -123,15 +167,18 @@ class _Reader:
         if self.escaped:
             return "right after a backslash"
         if self.nested:
-            kind = self.nested[-1][0]
-            return {"$(": "in a $(...) substitution", "$((": "in a $((...)) expression"}.get(
-                kind, "in a backquoted substitution"
-            )
+            return _NESTED_SPOTS[self.nested[-1][0]]
+        if self.dup:
+            return "in the word after >& (bash expands it twice)"
         return self.quote
 
     def after_value(self) -> None:
         """A value was put in: it is part of a word (never a keyword, never "#")."""
         self.word_start = False
+        self.command_start = False
+        if self.pending:  # it was a here-document's delimiter: where its body ends is unknown
+            self.pending = ""
+            self.lost = "after a here-document whose delimiter is a value"
 
     def read(self, text: str) -> None:
         i, n = 0, len(text)
@@ -175,13 +222,29 @@ class _Reader:
             self.quote = Spot.BARE
         elif char == "`":
             self.nested.append(("`", Spot.DOUBLE))
-        elif char == "$" and text.startswith("$(", i):
+        elif char == "$" and text.startswith(("$(", "${"), i):
             return self._open(text, i)
         return i + 1
 
     def _bare(self, text: str, i: int) -> int:
         char = text[i]
         nested = self.nested[-1][0] if self.nested else ""
+        if nested == "let" and char in ";&|\n":  # a let command ends with its command
+            self.quote = self.nested.pop()[1]
+            nested = self.nested[-1][0] if self.nested else ""
+        if self.dup:
+            if char in _WORD_BREAK and not (self.dup == 1 and char in " \t"):
+                self.dup = 0
+            elif char not in " \t":
+                self.dup = 2
+        command_start = self.command_start
+        if char not in " \t":
+            self.command_start = char in ";&|\n("
+        if command_start and (text.startswith(("((", "[[ "), i) or _LET.match(text, i) is not None):
+            kind = "let" if text[i] == "l" else text[i : i + 2]
+            self.nested.append((kind, self.quote))
+            self.word_start = True
+            return i + len(kind)
         if char == "#" and self.word_start:
             self.comment = True
         elif char == "'":
@@ -190,8 +253,19 @@ class _Reader:
             self.quote = Spot.DOUBLE
         elif char == "`":
             self.nested.append(("`", Spot.BARE))
-        elif char == "$" and text.startswith("$(", i):
+        elif char == "$" and text.startswith(("$(", "${"), i):
             return self._open(text, i)
+        elif char == ">" and text.startswith(">&", i):
+            self.dup = 1
+            self.word_start = True
+            return i + 2
+        elif char == "}" and nested == "${":
+            self.quote = self.nested.pop()[1]
+        elif (nested == "((" and text.startswith("))", i)) or (
+            nested == "[[" and self.word_start and text.startswith("]]", i)
+        ):
+            self.quote = self.nested.pop()[1]
+            return i + 2
         elif char == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
             if nested:
                 self.lost = "after a here-document inside a substitution"
@@ -219,8 +293,8 @@ class _Reader:
         return i + 1
 
     def _open(self, text: str, i: int) -> int:
-        """At "$(" (or "$(("): a substitution opens, with bare quoting inside."""
-        kind = "$((" if text.startswith("$((", i) else "$("
+        """At "$(", "$((" or "${": a substitution or expansion opens, bare quoting inside."""
+        kind = "$((" if text.startswith("$((", i) else text[i : i + 2]
         self.nested.append((kind, self.quote))
         self.quote = Spot.BARE
         self.word_start = True

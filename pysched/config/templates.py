@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Protocol
 
-from pysched.config.shell_quoting import Spot, UnsafeSpot, ends_in_name, quote_for, spots
+from pysched.config.shell_quoting import (
+    VALUE_VARIABLE,
+    Spot,
+    ends_in_name,
+    is_plain,
+    quote_for,
+    reference_for,
+    spots,
+)
 from pysched.errors import TemplateError
 
 __all__ = [
@@ -165,7 +173,7 @@ class Template:
 
     text: str
     _parts: tuple[_Part, ...] = field(init=False, repr=False, compare=False)
-    _spots: tuple[_Spot, ...] | UnsafeSpot = field(init=False, repr=False, compare=False)
+    _spots: tuple[_Spot, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parts = _parse(self.text)
@@ -183,55 +191,79 @@ class Template:
         return frozenset(p.name for p in self._parts if isinstance(p, _SecretRef))
 
     def shell_problem(self) -> TemplateSyntaxError | None:
-        """Why this text cannot be a string command (a value sits where no quoting is safe,
-        see ``shell_quoting``), or None."""
-        found = self._spots
-        if not isinstance(found, UnsafeSpot):
-            return None
+        """Why this text cannot be a string command (a value that may not be plain sits where
+        not even a reference to it is safe, see ``shell_quoting``), or None."""
         offset = 0
         values = 0
         for part in self._parts:
             if not isinstance(part, _Literal):
-                if values == found.gap:
-                    return _unsafe(part, found.where, offset)
+                where = self._spots[values][0]
                 values += 1
+                if isinstance(where, str) and not _always_plain(part):
+                    return _unsafe(part, where, offset)
             offset += len(part.source) if not isinstance(part, _SecretRef) else len(part.name) + 3
-        raise AssertionError("the unsafe value is among the parts")
+        return None
 
     def render(self, ctx: RunContext, secrets: SecretSource, *, shell: bool = False) -> str:
         """The text with every placeholder and ``${NAME}`` replaced by its value.
 
         ``secrets`` is anything with ``get(name) -> str | None``: a ``dict`` or a ``Secrets``.
 
-        With ``shell=True`` (for a string command run by ``/bin/sh -c``) every substituted value
-        is quoted for where it sits (``shell_quoting.quote_for``): bare, inside double quotes or
-        inside single quotes, the shell reads it back as the literal value, whatever it holds:
-        spaces, quotes, ``;``, ``|``, backticks, newlines or ``$(...)``. The template's own text
-        is not touched: it is the operator's shell code. A value anywhere else (a substitution,
-        a here-document, a comment) raises :class:`TemplateSyntaxError` (``shell_problem``; the
-        config loader refuses such a command). With ``shell=False`` (list commands, env values,
-        cwd) values are inserted as they are; no shell reads them.
+        With ``shell=False`` (list commands, env values, cwd) values are inserted as they are;
+        no shell reads them. With ``shell=True`` (a string command) this is the text of
+        :meth:`render_shell`, whose environment the command needs: use that.
 
         Raises :class:`MissingSecretError` for the first ``${NAME}`` that ``secrets`` cannot
         resolve.
         """
-        where = self._shell_spots() if shell else ()
-        values = 0
+        if shell:
+            return self.render_shell(ctx, secrets)[0]
         out: list[str] = []
         for part in self._parts:
             if isinstance(part, _Literal):
                 out.append(part.text)
-                continue
-            if isinstance(part, _Placeholder):
-                value = _placeholder_value(part, ctx)
             else:
-                found = secrets.get(part.name)
-                if found is None:
-                    raise MissingSecretError(part.name, offset=part.offset)
-                value = found
-            out.append(_quoted(value, where[values]) if shell else value)
-            values += 1
+                out.append(_value(part, ctx, secrets))
         return "".join(out)
+
+    def render_shell(self, ctx: RunContext, secrets: SecretSource) -> tuple[str, dict[str, str]]:
+        """A string command for ``/bin/sh -c``, and the environment variables it refers to.
+
+        A plain value (a date, a job name: see ``shell_quoting.is_plain``) is written in
+        place. Any other goes into the environment as ``PYSCHED_VALUE_<n>`` (the command's
+        ``n``-th value, from 1), and the text refers to it, quoted for where it sits, so the
+        program gets the value exactly and nothing in it can run: spaces, quotes, ``;``, ``|``,
+        backticks, newlines or ``$(...)`` are data the shell never parses. The template's own
+        text is not touched: it is the operator's shell code.
+
+        Raises :class:`TemplateSyntaxError` when a value sits where not even that is safe
+        (``shell_problem``; the config loader refuses such a command), and
+        :class:`MissingSecretError` as :meth:`render` does.
+        """
+        problem = self.shell_problem()
+        if problem is not None:
+            raise problem
+        where = self._spots
+        values = 0
+        out: list[str] = []
+        env: dict[str, str] = {}
+        for part in self._parts:
+            if isinstance(part, _Literal):
+                out.append(part.text)
+                continue
+            value = _value(part, ctx, secrets)
+            spot, after_name = where[values]
+            values += 1
+            if isinstance(spot, str):  # only an always-plain placeholder gets here
+                if not is_plain(value):  # a RunContext built by hand may hold anything
+                    raise _unsafe(part, spot, 0)
+                out.append(value)
+            elif is_plain(value):
+                out.append(quote_for(value, spot, after_name=after_name))
+            else:
+                out.append(reference_for(values, spot))
+                env[VALUE_VARIABLE.format(values)] = value
+        return "".join(out), env
 
     def render_masked(self, ctx: RunContext | None, *, shell: bool = False) -> str:
         """The text for display, with every ``${NAME}`` shown as ``***``.
@@ -242,7 +274,7 @@ class Template:
         ``$${HOME}`` included: that is the definition. ``***`` itself is never quoted. Needs no
         secrets and never fails.
         """
-        where = self._spots if shell and not isinstance(self._spots, UnsafeSpot) else ()
+        where = self._spots if shell else ()
         values = 0
         out: list[str] = []
         for part in self._parts:
@@ -258,18 +290,13 @@ class Template:
             values += not isinstance(part, _Literal)
         return "".join(out)
 
-    def _shell_spots(self) -> tuple[_Spot, ...]:
-        problem = self.shell_problem()
-        if problem is not None:
-            raise problem
-        assert not isinstance(self._spots, UnsafeSpot)
-        return self._spots
+
+_Spot = tuple[Spot | str, bool]
+"""Where a value sits in a shell command (or why it may not be there), and whether it follows
+a ``$name``."""
 
 
-_Spot = tuple[Spot, bool]  # where a value sits in a shell command, and whether after a $name
-
-
-def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...] | UnsafeSpot:
+def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...]:
     """Where each value sits, were the text a shell command (``shell_quoting.spots``)."""
     literals = [""]
     for part in parts:
@@ -277,43 +304,43 @@ def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...] | UnsafeSpot:
             literals[-1] += part.text
         else:
             literals.append("")
-    found = spots(literals)
-    if isinstance(found, UnsafeSpot):
-        return found
-    return tuple(
-        (spot, ends_in_name(before)) for spot, before in zip(found, literals, strict=False)
-    )
+    after_names = [ends_in_name(before) for before in literals[:-1]]
+    return tuple(zip(spots(literals), after_names, strict=True))
+
+
+def _always_plain(part: _Placeholder | _SecretRef) -> bool:
+    """A placeholder without a format is always plain (``shell_quoting.is_plain``): dates, job
+    names, run ids, attempt numbers, ISO instants."""
+    return isinstance(part, _Placeholder) and part.format is None
 
 
 def _quoted(value: str, spot: _Spot) -> str:
-    return quote_for(value, spot[0], after_name=spot[1])
-
-
-_IN_ENV = {
-    "run_date": "PYSCHED_RUN_DATE",
-    "job": "PYSCHED_JOB",
-    "run_id": "PYSCHED_RUN_ID",
-    "attempt": "PYSCHED_ATTEMPT",
-    "scheduled_for": "PYSCHED_SCHEDULED_FOR",
-}
+    where, after_name = spot
+    return value if isinstance(where, str) else quote_for(value, where, after_name=after_name)
 
 
 def _unsafe(part: _Placeholder | _SecretRef, where: str, offset: int) -> TemplateSyntaxError:
+    """A value that may not be plain (a secret, a formatted placeholder) in a spot where not
+    even a reference to it is safe (``shell_problem``)."""
     if isinstance(part, _SecretRef):
-        shown, fix = (
-            f"${{{part.name}}}",
-            (f'set env: {{{part.name}: "${{{part.name}}}"}} and write "${part.name}" there'),
-        )
-    elif part.format is None:
-        shown, fix = part.source, f'write "${_IN_ENV[part.name]}" there (pysched sets it)'
+        shown, name = f"${{{part.name}}}", part.name
     else:
-        name = part.name.upper()
-        shown, fix = part.source, f'set env: {{{name}: "{part.source}"}} and write "${name}" there'
+        shown, name = part.source, part.name.upper()
     return TemplateSyntaxError(
-        f"{shown} sits {where}, where the shell would read its value as code or cut it "
-        f"short, so pysched cannot quote it safely — {fix}",
+        f"{shown} sits {where}, where the shell could read its value as code or cut it short, "
+        f'so pysched cannot put it there safely — set env: {{{name}: "{shown}"}} and write '
+        f'"${name}" there',
         offset=offset,
     )
+
+
+def _value(part: _Placeholder | _SecretRef, ctx: RunContext, secrets: SecretSource) -> str:
+    if isinstance(part, _Placeholder):
+        return _placeholder_value(part, ctx)
+    found = secrets.get(part.name)
+    if found is None:
+        raise MissingSecretError(part.name, offset=part.offset)
+    return found
 
 
 def _placeholder_value(part: _Placeholder, ctx: RunContext) -> str:

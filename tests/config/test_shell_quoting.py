@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.config import parse_config
-from pysched.config.shell_quoting import Spot, UnsafeSpot, quote_for, spots
+from pysched.config.shell_quoting import Spot, is_plain, quote_for, spots
 from pysched.config.templates import Template, TemplateSyntaxError
 from pysched.errors import ConfigError
 from tests.config.test_templates import CTX
@@ -18,8 +19,16 @@ from tests.config.test_templates import CTX
 NASTY = "p$(touch PWNED)w`touch PWNED2`d'\"\\ \n;x|y&z *"
 
 
-def run_sh(command: str, cwd: Path) -> str:
-    done = subprocess.run(["/bin/sh", "-c", command], cwd=cwd, capture_output=True, check=True)
+SHELLS = [("/bin/sh", "-c"), ("bash", "-c"), ("bash", "--posix", "-c")]
+
+
+def run_sh(template: Template, value: str, cwd: Path, shell: tuple[str, ...] = SHELLS[0]) -> str:
+    """Run ``template`` with ``value`` for ${X} as an attempt would: its text under the shell,
+    with the environment it refers to."""
+    text, values = template.render_shell(CTX, {"X": value})
+    done = subprocess.run(
+        [*shell, text], cwd=cwd, env={**os.environ, **values}, capture_output=True, check=False
+    )
     return done.stdout.decode()  # as bytes: no newline translation
 
 
@@ -50,7 +59,7 @@ def test_a_value_reaches_the_program_exactly_and_runs_nothing(
 ) -> None:
     template = Template.parse(command)
     assert template.shell_problem() is None
-    out = run_sh(template.render(CTX, {"X": NASTY}, shell=True), tmp_path)
+    out = run_sh(template, NASTY, tmp_path)
     assert out == printed.replace("{V}", NASTY)
     assert list(tmp_path.iterdir()) == []  # neither $(...) nor the backquotes ran
 
@@ -65,9 +74,55 @@ def test_any_value_round_trips_in_every_safe_spot(
 ) -> None:
     command, printed = which
     where = tmp_path_factory.mktemp("sh")
-    rendered = Template.parse(command).render(CTX, {"X": value}, shell=True)
-    assert run_sh(rendered, where) == printed.replace("{V}", value)
+    assert run_sh(Template.parse(command), value, where) == printed.replace("{V}", value)
     assert list(where.iterdir()) == []
+
+
+# bash reads some words twice (arithmetic, >&): a value that a command hands to such a spot
+# is the command's own risk (docs/templates.md), but a value pysched writes into the command
+# text never is: whatever the shell and the spot, it is not parsed
+BASH_TRAPS = [
+    # spots where the reader of quotes is fooled (a second pair of eyes found each of these
+    # running the value when values were quoted into the text): the value may arrive split,
+    # but never runs
+    'printf %s "$( (cd / && true) | cat; printf %s "${X}" )"',
+    'printf %s "${{U:-"${X}"}}"',
+    'printf %s "$(printf %s ${{x:-)}} "${X}")"',
+    "printf %s ${{x:- #}}'\n'${X}' '",
+    "printf %s load \\\n#--user ${X}\n",
+    'printf %s "$\\\n(printf %s "${X}")"',
+    "cat <<EOF\nfoo\\\nEOF\nprintf %s ${X}\nEOF\n",
+    "cat <<'E\\F'\nEF\nprintf %s '\nE\\F\nprintf %s ${X}",
+    "echo hi >&/tmp/x.${X}.log",
+    'grep -q ice <<<"${X}"',
+    "grep -q ice <<<'${X}'",
+    "echo $'${X}' '${X}'",
+    "cat <<$'EOF'\n$EOF\necho '\nEOF\necho ${X}\n",
+    'cat <<"END;"\nEND\necho \'\nEND;\necho ${X}\n',
+]
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=["sh", "bash", "bash_posix"])
+@pytest.mark.parametrize("command", BASH_TRAPS)
+def test_no_shell_runs_a_value_written_into_any_command(
+    command: str, shell: tuple[str, ...], tmp_path: Path
+) -> None:
+    template = Template.parse(command)
+    if template.shell_problem() is not None:
+        return  # refused when the config loads
+    for value in ("$(touch PWNED)", "x$(touch PWNED)", "'; touch PWNED; '", "$(touch PWNED)\\"):
+        run_sh(template, value, tmp_path, shell)
+        assert list(tmp_path.iterdir()) == [], (command, value)
+
+
+def test_plain_values_are_written_in_place_the_others_referred_to() -> None:
+    template = Template.parse("load --date {run_date} --job '{job}' --pw \"${PW}\" ${PW}")
+    text, values = template.render_shell(CTX, {"PW": "it's; secret"})
+    assert text == (
+        'load --date 2026-10-19 --job \'ice\' --pw "${PYSCHED_VALUE_3}" "${PYSCHED_VALUE_4}"'
+    )
+    assert values == {"PYSCHED_VALUE_3": "it's; secret", "PYSCHED_VALUE_4": "it's; secret"}
+    assert is_plain("2026-10-19T09:03:00+00:00") and not is_plain("A=b") and not is_plain("")
 
 
 @pytest.mark.parametrize(
@@ -84,6 +139,16 @@ def test_any_value_round_trips_in_every_safe_spot(
         ("echo \\${X}", "right after a backslash"),
         ('echo "\\${X}"', "right after a backslash"),
         ("echo $(case a in a) echo;; esac) ${X}", "after a 'case' inside a substitution"),
+        ("echo hi >&/tmp/x.${X}.log", "in the word after >& (bash expands it twice)"),
+        ('echo hi >& "${X}"', "in the word after >& (bash expands it twice)"),
+        ('echo "${{U:-${X}}}"', "in a ${...} expansion"),
+        ("x=(1 2); echo ${{x[${X}]}}", "in a ${...} expansion"),
+        (
+            "(( ${X} > 1 )) && echo big",
+            "in a ((...)) arithmetic command (bash reads its words as code)",
+        ),
+        ("[[ ${X} -eq 1 ]]", "in a [[...]] test (bash reads some of its words as arithmetic)"),
+        ("true; let n=${X}", "in a let command (its words are arithmetic)"),
     ],
 )
 def test_a_value_where_no_quoting_is_safe_is_refused(command: str, where: str) -> None:
@@ -99,11 +164,23 @@ def test_a_value_where_no_quoting_is_safe_is_refused(command: str, where: str) -
     assert "v" in template.render(CTX, {"X": "v"})
 
 
+def test_placeholders_without_a_format_go_anywhere(tmp_path: Path) -> None:
+    """Their values are always plain (dates, job names, run ids, numbers, ISO instants), so
+    they are written in place wherever they sit, and read as written."""
+    command = (
+        "cat <<EOF\n{run_date} {job}\nEOF\n"
+        "printf '%s|' $(printf %s {run_id}) $(( {attempt} + 1 )) # {scheduled_for}\n"
+        "[[ {attempt} -eq 2 ]] 2>/dev/null; printf %s \\{job}"
+    )
+    template = Template.parse(command)
+    assert template.shell_problem() is None
+    out = subprocess.run(
+        ["/bin/sh", "-c", template.render_shell(CTX, {})[0]], capture_output=True, cwd=tmp_path
+    ).stdout.decode()
+    assert out == "2026-10-19 ice\nice.2026-10-19.1|3|ice"
+
+
 def test_the_fix_names_the_variable_pysched_already_sets() -> None:
-    problem = Template.parse("echo $(ls /data/{run_date})").shell_problem()
-    assert problem is not None
-    assert str(problem).startswith("{run_date} sits in a $(...) substitution, ")
-    assert str(problem).endswith('write "$PYSCHED_RUN_DATE" there (pysched sets it)')
     formatted = Template.parse("cat <<EOF\n{run_date:%Y%m%d}\nEOF").shell_problem()
     assert formatted is not None
     assert 'set env: {RUN_DATE: "{run_date:%Y%m%d}"} and write "$RUN_DATE" there' in str(formatted)
@@ -112,7 +189,7 @@ def test_the_fix_names_the_variable_pysched_already_sets() -> None:
 def test_a_here_document_ends_at_its_delimiter_line() -> None:
     assert spots(["cat <<A <<-B\nx\nA\n\ty\n\tB\necho ", ""]) == [Spot.BARE]
     assert spots(["cat <<'A'\nA2\nA\necho \"", '"']) == [Spot.DOUBLE]
-    assert spots(["cat <<A\nnot the end: A \necho ", ""]) == UnsafeSpot(0, "in a here-document")
+    assert spots(["cat <<A\nnot the end: A \necho ", ""]) == ["in a here-document"]
 
 
 def test_quote_for_each_spot() -> None:
@@ -126,12 +203,12 @@ def test_quote_for_each_spot() -> None:
 
 
 def test_the_config_refuses_such_a_command_naming_the_place(tmp_path: Path) -> None:
-    text = 'jobs:\n  load:\n    schedule: "0 2 * * *"\n    command: "echo $(ls /d/{run_date})"\n'
+    text = 'jobs:\n  load:\n    schedule: "0 2 * * *"\n    command: "echo $(ls /d/${PW})"\n'
     with pytest.raises(ConfigError) as caught:
-        parse_config(text, tmp_path / "pysched.yaml", {})
+        parse_config(text, tmp_path / "pysched.yaml", {"PW": "x"})
     message = str(caught.value)
     assert "pysched.yaml:4:" in message
-    assert "command: {run_date} sits in a $(...) substitution" in message
+    assert "command: ${PW} sits in a $(...) substitution" in message
 
 
 def test_display_quotes_as_the_command_runs() -> None:

@@ -94,7 +94,7 @@ def test_scheduled_for_renders_in_its_own_zone():
     assert template.render(ctx, {}) == "2026-10-19T11:03:00+02:00 1103"
 
 
-def test_render_shell_quotes_only_values_that_need_it():
+def test_render_shell_writes_plain_values_and_refers_to_the_others():
     ctx = RunContext(
         job="a b",
         run_id="x.2026-10-19.1",
@@ -103,8 +103,10 @@ def test_render_shell_quotes_only_values_that_need_it():
         scheduled_for=datetime(2026, 10, 19, tzinfo=UTC),
     )
     template = Template.parse("load --date={run_date} --job={job} --pw=${P} | tee {run_id}.log")
-    assert template.render(ctx, {"P": "it's"}, shell=True) == (
-        "load --date=2026-10-19 --job='a b' --pw='it'\"'\"'s' | tee x.2026-10-19.1.log"
+    assert template.render_shell(ctx, {"P": "it's"}) == (
+        'load --date=2026-10-19 --job="${PYSCHED_VALUE_2}" --pw="${PYSCHED_VALUE_3}" '
+        "| tee x.2026-10-19.1.log",
+        {"PYSCHED_VALUE_2": "a b", "PYSCHED_VALUE_3": "it's"},
     )
     assert template.render(ctx, {"P": "it's"}) == (
         "load --date=2026-10-19 --job=a b --pw=it's | tee x.2026-10-19.1.log"
@@ -137,7 +139,10 @@ def test_missing_secret():
 
 def test_empty_secret_value_is_a_value():
     assert Template.parse("[${E}]").render(CTX, {"E": ""}) == "[]"
-    assert Template.parse("[${E}]").render(CTX, {"E": ""}, shell=True) == "['']"
+    assert Template.parse("[${E}]").render_shell(CTX, {"E": ""}) == (
+        '["${PYSCHED_VALUE_1}"]',
+        {"PYSCHED_VALUE_1": ""},
+    )
 
 
 # --- masking --------------------------------------------------------------------------------
@@ -463,13 +468,13 @@ INJECTION_TEMPLATE = (
 )
 
 
-def _run_shell(command: str, cwd: Path) -> bytes:
+def _run_shell(command: str, cwd: Path, values: dict[str, str] | None = None) -> bytes:
     done = subprocess.run(
         ["/bin/sh", "-c", command],
         cwd=cwd,
         capture_output=True,
         check=True,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(values or {})},
         timeout=30,
     )
     return done.stdout
@@ -487,10 +492,10 @@ def _check_injection(payload: str, workdir: Path) -> None:
     # (a format cannot hold braces, so those become parentheses there).
     in_format = payload.replace("{", "(").replace("}", ")")
     template = Template.parse(INJECTION_TEMPLATE.replace("<P>", in_format.replace("%", "%%")))
-    command = template.render(ctx, {"S": payload}, shell=True)
+    command, env = template.render_shell(ctx, {"S": payload})
     values = [payload, payload, "2026" + in_format, "09" + in_format, payload, f"x{payload}y"]
     expected = "".join(value + "\n" for value in values)
-    assert _run_shell(command, workdir).decode("utf-8") == expected
+    assert _run_shell(command, workdir, env).decode("utf-8") == expected
     assert list(workdir.iterdir()) == []  # no `pwned` or anything else was created
 
 

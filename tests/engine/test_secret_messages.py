@@ -78,3 +78,27 @@ async def test_a_secret_in_a_folder_that_path_tidies_up_stays_masked(
         journal = json.dumps([record.data for record in h.store.records()])
         assert "Slash3dSecret" not in journal
     assert launcher.specs[0].redact["/srv/ab/Slash3dSecret"] == "/srv/***"
+
+
+async def test_a_secret_in_a_string_command_travels_in_the_environment(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The command line (which ``ps`` shows) holds a reference; the value is in the attempt's
+    environment, where the shell expands it as data."""
+    config = """
+    jobs:
+      login:
+        schedule: "0 3 1 1 *"
+        command: 'connect --date {run_date} --password "${PW}"'
+    """
+    h = Harness(config_from(config, {"PW": "p$(touch x)'w"}))
+    async with h.engine() as engine:
+        await engine.trigger("login", date(2026, 10, 19))
+        await engine.settle()
+    (started,) = h.launcher.started
+    assert started.command == (
+        "/bin/sh",
+        "-c",
+        'connect --date 2026-10-19 --password "${PYSCHED_VALUE_2}"',
+    )
+    assert started.env["PYSCHED_VALUE_2"] == "p$(touch x)'w"
