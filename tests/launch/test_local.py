@@ -151,11 +151,14 @@ async def test_kill_reaches_children_that_outlive_the_command(launcher, tmp_path
     """``sh -c script``: the shell dies of SIGTERM at once, the script it started ignores it
     and carries on. The attempt has ended; the grace goes on for the group, then SIGKILL."""
     script = tmp_path / "stubborn.sh"
-    script.write_text("trap '' TERM\nwhile :; do sleep 0.05; done\n")
+    ready = tmp_path / "ready"
+    script.write_text(f"trap '' TERM\ntouch {ready}\nwhile :; do sleep 0.05; done\n")
     handle = await launcher.start(make_spec(f"/bin/sh {script}; echo after"))
     marker = launcher.log_dir / "job" / "2026-10-19" / "job.2026-10-19.1.1.spawned"
     with trio.fail_after(5):
-        while not marker.stat().st_size:
+        # the script ignores SIGTERM only once its trap is set (a loaded machine may take
+        # a while to get there; a SIGTERM before that would rightly end it at once)
+        while not marker.stat().st_size or not ready.exists():
             await trio.sleep(0.01)
     pgid = json.loads(marker.read_text())["pgid"]
     begun = trio.current_time()
