@@ -112,8 +112,12 @@ _ENDS_IN_NAME = re.compile(r"(?<!\\)\$[A-Za-z_][A-Za-z0-9_]*$")
 _WORD_BREAK = " \t\n;&|()<>"
 _DELIMITER = re.compile(r"[^ \t\n;&|()<>]+")
 _CASE = re.compile(r"case(?=[ \t\n;&|()<>]|$)")
-_LET = re.compile(r"let(?=[ \t])")
+_ARITHMETIC = re.compile(r"\(\(|\[\[(?=[ \t\n])|let(?=[ \t])")
+_CLOSE_TEST = re.compile(r"\]\](?=[ \t\n;&|()<>]|$)")
+_NAME_END = re.compile(r"(?:^|[^A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*$")
 _NESTED_SPOTS = {
+    "[": "in an array subscript (bash reads it as arithmetic)",
+    "$[": "in a $[...] expression",
     "$(": "in a $(...) substitution",
     "$((": "in a $((...)) expression",
     "`": "in a backquoted substitution",
@@ -131,7 +135,9 @@ def spots(literals: Sequence[str]) -> list[Spot | str]:
     reader = _Reader()
     found: list[Spot | str] = []
     for gap in range(len(literals) - 1):
-        reader.read(literals[gap])
+        # a line continuation joins two lines before the shell reads anything else (inside
+        # single quotes it is kept, but dropping it there changes no quote)
+        reader.read(literals[gap].replace("\\\n", ""))
         found.append(reader.spot())
         reader.after_value()
     return found
@@ -152,8 +158,9 @@ class _Reader:
         self.line = ""  # the current line of a here-document's body, so far
         self.lost = ""  # why nothing from here on can be trusted
         self.pending = ""  # a "<<" at the end of a piece: the value after it is a delimiter
-        self.command_start = True  # the next word is a command's first (``let``, ``[[``)
         self.dup = 0  # after bash's ">&": 1 before its word, 2 in it (bash expands it twice)
+        self.dup_depth = 0  # how many substitutions were open at the ">&"
+        self.word = ""  # the current word's text so far, in bare quoting (for "name[")
 
     def spot(self) -> Spot | str:
         if self.lost:
@@ -175,7 +182,6 @@ class _Reader:
     def after_value(self) -> None:
         """A value was put in: it is part of a word (never a keyword, never "#")."""
         self.word_start = False
-        self.command_start = False
         if self.pending:  # it was a here-document's delimiter: where its body ends is unknown
             self.pending = ""
             self.lost = "after a here-document whose delimiter is a value"
@@ -232,19 +238,26 @@ class _Reader:
         if nested == "let" and char in ";&|\n":  # a let command ends with its command
             self.quote = self.nested.pop()[1]
             nested = self.nested[-1][0] if self.nested else ""
-        if self.dup:
+        if self.dup and len(self.nested) == self.dup_depth:  # not inside a $(...) of the word
             if char in _WORD_BREAK and not (self.dup == 1 and char in " \t"):
                 self.dup = 0
             elif char not in " \t":
                 self.dup = 2
-        command_start = self.command_start
-        if char not in " \t":
-            self.command_start = char in ";&|\n("
-        if command_start and (text.startswith(("((", "[[ "), i) or _LET.match(text, i) is not None):
+        word_start = self.word_start
+        # bash arithmetic and tests wherever a word starts (after a keyword, in a function...;
+        # at worst a value that may not be plain is refused where it would have been fine)
+        if word_start and (_ARITHMETIC.match(text, i) is not None):
             kind = "let" if text[i] == "l" else text[i : i + 2]
             self.nested.append((kind, self.quote))
             self.word_start = True
+            self.word = ""
             return i + len(kind)
+        if char == "[" and (_NAME_END.search(self.word) or self.word.endswith("(")):
+            self.nested.append(("[", self.quote))  # an array subscript: bash arithmetic
+            self.word = ""
+            return i + 1
+        # "(" is kept: "a=(" then "[" opens a subscript too (``a=([k]=v)``)
+        self.word = char if char == "(" else "" if char in _WORD_BREAK else self.word + char
         if char == "#" and self.word_start:
             self.comment = True
         elif char == "'":
@@ -253,20 +266,23 @@ class _Reader:
             self.quote = Spot.DOUBLE
         elif char == "`":
             self.nested.append(("`", Spot.BARE))
-        elif char == "$" and text.startswith(("$(", "${"), i):
+        elif char == "$" and text.startswith(("$(", "${", "$["), i):
             return self._open(text, i)
         elif char == ">" and text.startswith(">&", i):
             self.dup = 1
+            self.dup_depth = len(self.nested)
             self.word_start = True
             return i + 2
-        elif char == "}" and nested == "${":
+        elif (char == "}" and nested == "${") or (char == "]" and nested in ("[", "$[")):
             self.quote = self.nested.pop()[1]
         elif (nested == "((" and text.startswith("))", i)) or (
-            nested == "[[" and self.word_start and text.startswith("]]", i)
+            nested == "[[" and word_start and _CLOSE_TEST.match(text, i) is not None
         ):
             self.quote = self.nested.pop()[1]
             return i + 2
-        elif char == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+        elif char == "<" and text.startswith("<<<", i):
+            return i + 3  # a here-string: its word is an ordinary word
+        elif char == "<" and text.startswith("<<", i):
             if nested:
                 self.lost = "after a here-document inside a substitution"
                 return i
@@ -294,7 +310,7 @@ class _Reader:
 
     def _open(self, text: str, i: int) -> int:
         """At "$(", "$((" or "${": a substitution or expansion opens, bare quoting inside."""
-        kind = "$((" if text.startswith("$((", i) else text[i : i + 2]
+        kind = "$((" if text.startswith("$((", i) else text[i : i + 2]  # "$(", "${", "$["
         self.nested.append((kind, self.quote))
         self.quote = Spot.BARE
         self.word_start = True

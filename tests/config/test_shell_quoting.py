@@ -99,6 +99,16 @@ BASH_TRAPS = [
     "echo $'${X}' '${X}'",
     "cat <<$'EOF'\n$EOF\necho '\nEOF\necho ${X}\n",
     'cat <<"END;"\nEND\necho \'\nEND;\necho ${X}\n',
+    # a second review's: bash reading a word twice (arithmetic, subscripts, after >&)
+    "echo hi >&$((1))${X}",
+    "while (( ${X} > 1 )); do break; done",
+    "for (( i=0; i<${X}; i++ )); do :; done",
+    "if let n=${X}; then :; fi",
+    "cat <<<x\n(( 0 *\nx\n+ ${X} ))",
+    "[[ a == ]]x || ${X} -eq 1 ]]",
+    "a[${X}]=1",
+    "declare -a a; a+=([${X}]=1)",
+    "time (( ${X} ))",
 ]
 
 
@@ -110,7 +120,13 @@ def test_no_shell_runs_a_value_written_into_any_command(
     template = Template.parse(command)
     if template.shell_problem() is not None:
         return  # refused when the config loads
-    for value in ("$(touch PWNED)", "x$(touch PWNED)", "'; touch PWNED; '", "$(touch PWNED)\\"):
+    for value in (
+        "$(touch PWNED)",
+        "x$(touch PWNED)",
+        "'; touch PWNED; '",
+        "$(touch PWNED)\\",
+        "a[$(touch PWNED)]",
+    ):
         run_sh(template, value, tmp_path, shell)
         assert list(tmp_path.iterdir()) == [], (command, value)
 
@@ -142,7 +158,22 @@ def test_plain_values_are_written_in_place_the_others_referred_to() -> None:
         ("echo hi >&/tmp/x.${X}.log", "in the word after >& (bash expands it twice)"),
         ('echo hi >& "${X}"', "in the word after >& (bash expands it twice)"),
         ('echo "${{U:-${X}}}"', "in a ${...} expansion"),
-        ("x=(1 2); echo ${{x[${X}]}}", "in a ${...} expansion"),
+        ("x=(1 2); echo ${{x[${X}]}}", "in an array subscript (bash reads it as arithmetic)"),
+        ("a=([${X}]=1)", "in an array subscript (bash reads it as arithmetic)"),
+        ("declare a[${X}]=1", "in an array subscript (bash reads it as arithmetic)"),
+        (
+            "if (( ${X} > 1 )); then :; fi",
+            "in a ((...)) arithmetic command (bash reads its words as code)",
+        ),
+        (
+            "f() {{ [[\t${X} -eq 1 ]]; }}",
+            "in a [[...]] test (bash reads some of its words as arithmetic)",
+        ),
+        ("command let n=${X}", "in a let command (its words are arithmetic)"),
+        ("echo $[ ${X} + 1 ]", "in a $[...] expression"),
+        ("echo hi >&$(dirname /tmp)/o.${X}.log", "in the word after >& (bash expands it twice)"),
+        ("echo hi >\\\n&/tmp/o.${X}", "in the word after >& (bash expands it twice)"),
+        ("l\\\net n=${X}", "in a let command (its words are arithmetic)"),
         (
             "(( ${X} > 1 )) && echo big",
             "in a ((...)) arithmetic command (bash reads its words as code)",
