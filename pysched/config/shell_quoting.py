@@ -160,7 +160,7 @@ class _Reader:
         self.pending = ""  # a "<<" at the end of a piece: the value after it is a delimiter
         self.dup = 0  # after bash's ">&": 1 before its word, 2 in it (bash expands it twice)
         self.dup_depth = 0  # how many substitutions were open at the ">&"
-        self.word = ""  # the current word's text so far, in bare quoting (for "name[")
+        self.word: str = ""  # the current word's text so far, in bare quoting (for "name[")
 
     def spot(self) -> Spot | str:
         if self.lost:
