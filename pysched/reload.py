@@ -84,6 +84,9 @@ class Reloader:
         self._watcher = watcher
         self._lock = trio.Lock()
         self._stopped = False
+        self._started_with = engine.config.scheduler
+        """The settings this server started with: ``_AT_NEXT_START`` keys are compared with
+        these, not with the last reload's (back to what is live is no change)."""
 
     def stop(self) -> None:
         """The scheduler is stopping: reloads are refused from now on (``EngineStopped``), and
@@ -148,7 +151,7 @@ class Reloader:
         warnings = [
             f"scheduler.{key} changed: it takes effect at the next start"
             for key in _AT_NEXT_START
-            if getattr(current.scheduler, key) != getattr(new.scheduler, key)
+            if getattr(self._started_with, key) != getattr(new.scheduler, key)
         ]
         warnings += [str(warning) for warning in new.warnings]
         for warning in warnings:

@@ -97,3 +97,23 @@ async def test_config_versions_keep_their_order_across_a_restart(
         replayed = [data["sha256"] for data in engine.config_versions()]
     assert replayed == live
     assert len(live) == 3  # a, b, c: a once, where it was last put in force
+
+
+async def test_a_setting_for_the_next_start_is_compared_with_the_live_one(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Reloading a changed listen warns; reloading it back to what the server listens on
+    does not (it used to compare with the last reload's file)."""
+    path = write(tmp_path)
+    h = Harness(load_config(path))
+    async with h.engine() as engine:
+        reloader = Reloader(engine, path)
+        original = path.read_text()
+        path.write_text(original.replace("scheduler: {", "scheduler: {listen: '127.0.0.1:9999', "))
+        moved = await reloader.reload(by="ann")
+        assert moved.warnings == (
+            "scheduler.listen changed: it takes effect at the next start",
+        )
+        path.write_text(original)
+        back = await reloader.reload(by="ann")
+        assert back.warnings == ()
