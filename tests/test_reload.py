@@ -111,9 +111,7 @@ async def test_a_setting_for_the_next_start_is_compared_with_the_live_one(
         original = path.read_text()
         path.write_text(original.replace("scheduler: {", "scheduler: {listen: '127.0.0.1:9999', "))
         moved = await reloader.reload(by="ann")
-        assert moved.warnings == (
-            "scheduler.listen changed: it takes effect at the next start",
-        )
+        assert moved.warnings == ("scheduler.listen changed: it takes effect at the next start",)
         path.write_text(original)
         back = await reloader.reload(by="ann")
         assert back.warnings == ()

@@ -452,3 +452,10 @@ def test_a_calendar_with_a_mistake_is_not_called_unknown_and_hides_nothing() -> 
         "pysched.yaml:3:36: calendar 'base' weekdays: weekday 7 is out of range; write a day "
         "name (mon..sun, or in full), a range such as mon-fri, or a number 0-6 with Monday=0",
     ]
+
+
+def test_a_zone_in_the_wrong_case_gets_its_right_spelling() -> None:
+    found = problems("scheduler: {timezone: utc}\njobs:\n  a: {command: x, schedule: '@daily'}\n")
+    assert found == [
+        "pysched.yaml:1:23: unknown time zone 'utc' in scheduler.timezone — did you mean 'UTC'?"
+    ]
