@@ -121,12 +121,21 @@ class Command:
             names |= template.secret_names
         return frozenset(names)
 
-    def render(
+    def render(self, ctx: RunContext, secrets: SecretSource) -> tuple[str, ...]:
+        """The argv on its own: a string command has each value quoted into its text for
+        where it sits (``Template.render(shell=True)``). For showing, or running elsewhere;
+        attempts run ``render_with_env``'s form."""
+        if self.shell is not None:
+            return ("/bin/sh", "-c", self.shell.render(ctx, secrets, shell=True))
+        return tuple(t.render(ctx, secrets) for t in self.argv)
+
+    def render_with_env(
         self, ctx: RunContext, secrets: SecretSource
     ) -> tuple[tuple[str, ...], dict[str, str]]:
-        """The argv to execute, and the environment variables it needs: a string command
+        """The argv an attempt runs, and the environment variables it needs: a string command
         refers to its values that are not plain through ``PYSCHED_VALUE_<n>``
-        (``Template.render_shell``); a list command needs none."""
+        (``Template.render_shell``), so none of them is ever part of the shell's code; a list
+        command needs none."""
         if self.shell is not None:
             text, values = self.shell.render_shell(ctx, secrets)
             return ("/bin/sh", "-c", text), values

@@ -210,20 +210,35 @@ class Template:
         ``secrets`` is anything with ``get(name) -> str | None``: a ``dict`` or a ``Secrets``.
 
         With ``shell=False`` (list commands, env values, cwd) values are inserted as they are;
-        no shell reads them. With ``shell=True`` (a string command) this is the text of
-        :meth:`render_shell`, whose environment the command needs: use that.
+        no shell reads them. With ``shell=True`` the text is a whole string command on its own:
+        each value is written into it, quoted for where it sits (``shell_quoting.quote_for``:
+        bare, inside double or inside single quotes), so ``/bin/sh -c`` reads it back. That is
+        for showing a command, or running it somewhere else; pysched itself runs
+        :meth:`render_shell`'s form, which never writes a value that is not plain into the
+        text (a reader of shell quoting can be fooled by unusual commands; an environment
+        variable cannot).
 
         Raises :class:`MissingSecretError` for the first ``${NAME}`` that ``secrets`` cannot
-        resolve.
+        resolve, and with ``shell=True`` :class:`TemplateSyntaxError` as :meth:`render_shell`.
         """
         if shell:
-            return self.render_shell(ctx, secrets)[0]
+            problem = self.shell_problem()
+            if problem is not None:
+                raise problem
         out: list[str] = []
+        values = 0
         for part in self._parts:
             if isinstance(part, _Literal):
                 out.append(part.text)
-            else:
-                out.append(_value(part, ctx, secrets))
+                continue
+            value = _value(part, ctx, secrets)
+            if shell:
+                where, after_name = self._spots[values]
+                if isinstance(where, str) and not is_plain(value):
+                    raise _unsafe(part, where, 0)  # a RunContext built by hand holds anything
+                value = _quoted(value, (where, after_name))
+            values += 1
+            out.append(value)
         return "".join(out)
 
     def render_shell(self, ctx: RunContext, secrets: SecretSource) -> tuple[str, dict[str, str]]:

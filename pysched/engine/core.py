@@ -779,7 +779,7 @@ class EngineCore:
         )
         base = self._base_dir
         cwd = base / job.cwd.render(context, secrets) if job.cwd is not None else base
-        argv, values = job.command.render(context, secrets)
+        argv, values = job.command.render_with_env(context, secrets)
         env.update(values)  # last: the values a string command refers to
         redact = {
             text: shown

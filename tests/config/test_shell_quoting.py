@@ -64,6 +64,18 @@ def test_a_value_reaches_the_program_exactly_and_runs_nothing(
     assert list(tmp_path.iterdir()) == []  # neither $(...) nor the backquotes ran
 
 
+@pytest.mark.parametrize(("command", "printed"), SAFE_SPOTS)
+def test_a_text_on_its_own_quotes_each_value_for_its_spot(
+    command: str, printed: str, tmp_path: Path
+) -> None:
+    """``render(shell=True)`` (and ``Command.render``) give a whole command with no
+    environment: each value is quoted into the text for where it sits."""
+    text = Template.parse(command).render(CTX, {"X": NASTY}, shell=True)
+    done = subprocess.run(["/bin/sh", "-c", text], cwd=tmp_path, capture_output=True, check=False)
+    assert done.stdout.decode() == printed.replace("{V}", NASTY)
+    assert list(tmp_path.iterdir()) == []
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     value=st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12),
