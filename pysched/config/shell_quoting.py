@@ -23,12 +23,15 @@ single quotes   ``echo '${PW}'``                             ``'"${PYSCHED_VALUE
 
 Where even a reference is no good (a quoted here-document would not expand it; bash reads some
 words twice, as arithmetic or after ``>&``, and would run what a value holds), a value that may
-not be plain (a secret, a date with a format) is refused when the config loads, with the way
-out (pass it in ``env`` and write ``"$NAME"``): inside ``$(...)``, backquotes, ``$((...))``,
-``${...}``, ``((...))``, ``[[...]]`` or a ``let`` command, after ``>&``, in a here-document or as
-its delimiter, in a comment, right after a backslash. A placeholder without a format is always
-plain (``{run_date}``, ``{job}``, ``{run_id}``, ``{attempt}``, ``{scheduled_for}``) and goes
-anywhere. The reading follows POSIX sh at the level of quotes and those constructs,
+not be plain (a secret, a date formatted with spaces) is refused when the config loads, with
+the way out (pass it in ``env`` and write ``"$NAME"``): inside backquotes, ``$((...))``,
+``$[...]``, ``${...}``, ``((...))``, ``[[...]]``, a ``let`` command or an array subscript (also
+through a ``$(...)`` inside one), after ``>&``, in a here-document with a quoted delimiter or
+as a delimiter, in a comment, right after a backslash. Inside ``$(...)`` and in a
+here-document with a bare delimiter a reference is fine. A placeholder whose value is always
+plain (no format, or a format of digits and names) goes anywhere.
+
+The reading follows POSIX sh at the level of quotes and those constructs,
 never further. Should it misjudge a spot, a value still cannot run: the worst is a value split
 into words, or shown as the reference's name. This module uses only the standard library.
 """
@@ -61,6 +64,9 @@ class Spot(enum.Enum):
     BARE = "bare"
     DOUBLE = "double"
     SINGLE = "single"
+    HEREDOC = "heredoc"
+    """The body of a here-document whose delimiter is not quoted: ``$``, backquotes and
+    backslashes are special there, quotes are not."""
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+:,./-]+")
@@ -79,7 +85,7 @@ def reference_for(number: int, spot: Spot) -> str:
     name = VALUE_VARIABLE.format(number)
     if spot is Spot.BARE:
         return f'"${{{name}}}"'
-    if spot is Spot.DOUBLE:
+    if spot is Spot.DOUBLE or spot is Spot.HEREDOC:
         return f"${{{name}}}"
     return f"'\"${{{name}}}\"'"
 
@@ -95,6 +101,8 @@ def quote_for(value: str, spot: Spot, *, after_name: bool = False) -> str:
     """
     if spot is Spot.SINGLE:
         return value.replace("'", "'\"'\"'")
+    if spot is Spot.HEREDOC:
+        return _HEREDOC_SPECIAL.sub(r"\\\g<0>", value)
     guard = after_name and value[:1] in _NAME_CHARS
     if spot is Spot.BARE:
         return ("''" if guard else "") + shlex.quote(value)
@@ -107,6 +115,7 @@ def ends_in_name(text: str) -> bool:
 
 
 _DOUBLE_SPECIAL = re.compile(r'[\\$`"]')
+_HEREDOC_SPECIAL = re.compile(r"[\\$`]")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ENDS_IN_NAME = re.compile(r"(?<!\\)\$[A-Za-z_][A-Za-z0-9_]*$")
 _WORD_BREAK = " \t\n;&|()<>"
@@ -153,8 +162,9 @@ class _Reader:
         self.escaped = False  # the last character was a backslash that escapes the next one
         self.comment = False
         self.word_start = True  # the next character starts a word (a "#" starts a comment)
-        self.heredocs: list[tuple[str, bool]] = []  # delimiters (and "<<-") met on this line
-        self.heredoc: tuple[str, bool] | None = None  # inside this one's body
+        self.heredocs: list[tuple[str, bool, bool]] = []
+        """Here-documents opened on this line: (delimiter, "<<-", delimiter quoted)."""
+        self.heredoc: tuple[str, bool, bool] | None = None  # inside this one's body
         self.line = ""  # the current line of a here-document's body, so far
         self.lost = ""  # why nothing from here on can be trusted
         self.pending = ""  # a "<<" at the end of a piece: the value after it is a delimiter
@@ -166,15 +176,18 @@ class _Reader:
         if self.lost:
             return self.lost
         if self.heredoc is not None:
-            return "in a here-document"
+            if self.heredoc[2]:
+                return "in a here-document with a quoted delimiter (it expands nothing)"
+            return Spot.HEREDOC
         if self.pending:
             return "as a here-document's delimiter"
         if self.comment:
             return "in a comment"
         if self.escaped:
             return "right after a backslash"
-        if self.nested:
-            return _NESTED_SPOTS[self.nested[-1][0]]
+        refused = [kind for kind, _ in self.nested if kind != "$("]
+        if refused:  # inside $(...) is fine, unless that is itself inside one of these
+            return _NESTED_SPOTS[refused[-1]]
         if self.dup:
             return "in the word after >& (bash expands it twice)"
         return self.quote
@@ -182,6 +195,8 @@ class _Reader:
     def after_value(self) -> None:
         """A value was put in: it is part of a word (never a keyword, never "#")."""
         self.word_start = False
+        if self.heredoc is not None:
+            self.line += "\x00"  # a body line holding a value is never the delimiter line
         if self.pending:  # it was a here-document's delimiter: where its body ends is unknown
             self.pending = ""
             self.lost = "after a here-document whose delimiter is a value"
@@ -313,7 +328,7 @@ class _Reader:
         kind = "$((" if text.startswith("$((", i) else text[i : i + 2]  # "$(", "${", "$["
         self.nested.append((kind, self.quote))
         self.quote = Spot.BARE
-        self.word_start = True
+        self.word_start = kind == "$("  # "${#x}" is x's length, not a comment
         return i + len(kind)
 
     def _heredoc_start(self, text: str, i: int) -> int:
@@ -332,7 +347,7 @@ class _Reader:
                 self.lost = "after a '<<' with no delimiter"
             return len(text)
         delimiter = re.sub(r"[\\'\"]", "", word.group())
-        self.heredocs.append((delimiter, strip_tabs))
+        self.heredocs.append((delimiter, strip_tabs, delimiter != word.group()))
         self.word_start = True
         return word.end()
 
@@ -349,7 +364,7 @@ class _Reader:
             self.line += text[i:]
             return len(text)
         line, self.line = self.line + text[i:end], ""
-        delimiter, strip_tabs = self.heredoc
+        delimiter, strip_tabs, _ = self.heredoc
         if (line.lstrip("\t") if strip_tabs else line) == delimiter:
             self.heredoc = None
             self._newline()  # a second here-document of the same line starts now

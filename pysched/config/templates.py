@@ -236,6 +236,13 @@ class Template:
                 where, after_name = self._spots[values]
                 if isinstance(where, str) and not is_plain(value):
                     raise _unsafe(part, where, 0)  # a RunContext built by hand holds anything
+                if where is Spot.HEREDOC and "\n" in value:
+                    raise TemplateSyntaxError(
+                        "a value with a newline cannot be written into a here-document's text "
+                        "(a line of it could end the document); attempts pass it through the "
+                        "environment instead (render_shell)",
+                        offset=0,
+                    )
                 value = _quoted(value, (where, after_name))
             values += 1
             out.append(value)
@@ -324,9 +331,25 @@ def _shell_spots(parts: tuple[_Part, ...]) -> tuple[_Spot, ...]:
 
 
 def _always_plain(part: _Placeholder | _SecretRef) -> bool:
-    """A placeholder without a format is always plain (``shell_quoting.is_plain``): dates, job
-    names, run ids, attempt numbers, ISO instants."""
-    return isinstance(part, _Placeholder) and part.format is None
+    """Whether the value is plain whatever the run (``shell_quoting.is_plain``): a placeholder
+    without a format (dates, job names, run ids, attempt numbers, ISO instants), or with a
+    format of directives that give letters, digits and ``+ : / - %`` only (``%Y%m%d``,
+    ``%F``, ``%H:%M``), and plain text between them."""
+    if not isinstance(part, _Placeholder):
+        return False
+    if part.format is None:
+        return True
+    plain_text = _PLAIN_FORMAT_TEXT.sub("", part.format)
+    return (plain_text == "" or is_plain(plain_text)) and all(
+        directive in _PLAIN_DIRECTIVES for directive in _FORMAT_DIRECTIVE.findall(part.format)
+    )
+
+
+_FORMAT_DIRECTIVE = re.compile(r"%-?(.)")
+_PLAIN_FORMAT_TEXT = re.compile(r"%-?.")
+_PLAIN_DIRECTIVES = frozenset("aAbBhdmyYCgGHIpMSfzZjUWuVwDFRT%")
+"""strftime directives whose output is plain (letters in the C locale, digits, ``/ : + -``);
+not ``%c %x %X %r`` (spaces), ``%e %k %l`` (padded with a space), ``%n %t``."""
 
 
 def _quoted(value: str, spot: _Spot) -> str:

@@ -47,8 +47,8 @@ def _ended_at(run: Run, last: Attempt | None) -> datetime | None:
     it was finished (cancelled while queued, marked successful, skipped)."""
     if not run.state.finished:
         return None
-    if last is not None and last.ended_at is not None:
-        return last.ended_at
+    if last is not None and last.ended_at is not None and run.attempts_in_series > 0:
+        return last.ended_at  # an attempt of its current series ended it
     return run.ended_at
 
 

@@ -50,6 +50,13 @@ SAFE_SPOTS = [
     ("printf %s $((1 + 2))${X}", "3{V}"),
     ("printf %s '#'${X} # a comment after", "#{V}"),
     ('x=a; printf %s "$x${X}" $x${X}', "a{V}a{V}"),
+    ('printf %s "$(printf %s "${X}")"', "{V}"),
+]
+# Here-documents with an unquoted delimiter: a reference expands there, exactly (the text on
+# its own cannot hold a value with a newline: a line of it could end the document)
+HEREDOC_SPOTS = [
+    ("cat <<EOF\nsay ${X}\nEOF", "say {V}\n"),
+    ("cat <<-EOF\n\t'${X}' \"${X}\"\n\tEOF\nprintf %s ${X}", "'{V}' \"{V}\"\n{V}"),
 ]
 
 
@@ -73,6 +80,23 @@ def test_a_text_on_its_own_quotes_each_value_for_its_spot(
     text = Template.parse(command).render(CTX, {"X": NASTY}, shell=True)
     done = subprocess.run(["/bin/sh", "-c", text], cwd=tmp_path, capture_output=True, check=False)
     assert done.stdout.decode() == printed.replace("{V}", NASTY)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("command", "printed"), HEREDOC_SPOTS)
+def test_a_value_in_a_here_document_arrives_exactly(
+    command: str, printed: str, tmp_path: Path
+) -> None:
+    template = Template.parse(command)
+    assert template.shell_problem() is None
+    assert run_sh(template, NASTY, tmp_path) == printed.replace("{V}", NASTY)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TemplateSyntaxError, match="newline"):
+        template.render(CTX, {"X": NASTY}, shell=True)
+    one_line = NASTY.replace("\n", " ")
+    text = template.render(CTX, {"X": one_line}, shell=True)
+    done = subprocess.run(["/bin/sh", "-c", text], cwd=tmp_path, capture_output=True, check=False)
+    assert done.stdout.decode() == printed.replace("{V}", one_line)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -156,12 +180,17 @@ def test_plain_values_are_written_in_place_the_others_referred_to() -> None:
 @pytest.mark.parametrize(
     ("command", "where"),
     [
-        ("echo $(cat ${X})", "in a $(...) substitution"),
-        ('echo "$(cat ${X})"', "in a $(...) substitution"),
         ("echo `cat ${X}`", "in a backquoted substitution"),
         ("echo $((${X} + 1))", "in a $((...)) expression"),
-        ("cat <<EOF\n${X}\nEOF", "in a here-document"),
-        ("cat <<-'EOF'\n\tsome ${X}\n\tEOF", "in a here-document"),
+        (
+            "cat <<'EOF'\n${X}\nEOF",
+            "in a here-document with a quoted delimiter (it expands nothing)",
+        ),
+        (
+            'cat <<-"EOF"\n\tsome ${X}\n\tEOF',
+            "in a here-document with a quoted delimiter (it expands nothing)",
+        ),
+        ("(( $(echo ${X}) ))", "in a ((...)) arithmetic command (bash reads its words as code)"),
         ("cat <<${X}", "as a here-document's delimiter"),
         ("echo hi # note ${X}", "in a comment"),
         ("echo \\${X}", "right after a backslash"),
@@ -224,15 +253,20 @@ def test_placeholders_without_a_format_go_anywhere(tmp_path: Path) -> None:
 
 
 def test_the_fix_names_the_variable_pysched_already_sets() -> None:
-    formatted = Template.parse("cat <<EOF\n{run_date:%Y%m%d}\nEOF").shell_problem()
+    formatted = Template.parse("echo hi # {run_date:%d %b}").shell_problem()
     assert formatted is not None
-    assert 'set env: {RUN_DATE: "{run_date:%Y%m%d}"} and write "$RUN_DATE" there' in str(formatted)
+    assert 'set env: {RUN_DATE: "{run_date:%d %b}"} and write "$RUN_DATE" there' in str(formatted)
+    # a format that can only give plain text is plain: it goes anywhere
+    assert (
+        Template.parse("echo hi # {run_date:%Y%m%d} {scheduled_for:%FT%H:%M}").shell_problem()
+        is None
+    )
 
 
 def test_a_here_document_ends_at_its_delimiter_line() -> None:
     assert spots(["cat <<A <<-B\nx\nA\n\ty\n\tB\necho ", ""]) == [Spot.BARE]
     assert spots(["cat <<'A'\nA2\nA\necho \"", '"']) == [Spot.DOUBLE]
-    assert spots(["cat <<A\nnot the end: A \necho ", ""]) == ["in a here-document"]
+    assert spots(["cat <<A\nnot the end: A \necho ", ""]) == [Spot.HEREDOC]
 
 
 def test_quote_for_each_spot() -> None:
@@ -246,12 +280,12 @@ def test_quote_for_each_spot() -> None:
 
 
 def test_the_config_refuses_such_a_command_naming_the_place(tmp_path: Path) -> None:
-    text = 'jobs:\n  load:\n    schedule: "0 2 * * *"\n    command: "echo $(ls /d/${PW})"\n'
+    text = 'jobs:\n  load:\n    schedule: "0 2 * * *"\n    command: "echo $((${PW} + 1))"\n'
     with pytest.raises(ConfigError) as caught:
         parse_config(text, tmp_path / "pysched.yaml", {"PW": "x"})
     message = str(caught.value)
     assert "pysched.yaml:4:" in message
-    assert "command: ${PW} sits in a $(...) substitution" in message
+    assert "command: ${PW} sits in a $((...)) expression" in message
 
 
 def test_display_quotes_as_the_command_runs() -> None:
