@@ -211,3 +211,31 @@ async def test_a_cancelled_retrying_run_has_no_next_try(
         assert run.state is RunState.RETRYING and run.next_try_at is not None
         await engine.cancel(run.run_id, by="ann")
         assert (run.state, run.next_try_at) == (RunState.CANCELLED, None)
+
+
+async def test_a_rerun_cancelled_before_its_attempt_ended_when_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The run's end is the cancel, not the end of the previous series' last attempt."""
+    from pysched.web.views import _run_fields  # the API's view of a run
+
+    config = config_from(
+        """
+        pools: {one: 1}
+        jobs:
+          up: {schedule: "0 2 * * *", command: x, pool: one}
+          long: {schedule: "0 3 * * *", command: x, pool: one}
+        """
+    )
+    h = Harness(config, outcomes={"up": [1]}, durations={"long": timedelta(hours=2)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=3, minutes=5)  # up failed at 02:01; long holds the pool
+        up = engine.book.get("up.2026-10-19.1")
+        assert up.state is RunState.FAILED
+        failed_at = up.attempts[-1].ended_at
+        await engine.rerun(up.run_id, by="ann")
+        await h.advance(engine, minutes=30)
+        assert up.state is RunState.QUEUED  # waiting for the pool
+        await engine.cancel(up.run_id, by="ann")
+        assert failed_at is not None
+        assert _run_fields(up)["ended_at"] == h.clock.now().isoformat() != failed_at.isoformat()
