@@ -81,7 +81,7 @@ environment). Each costs 0.1-0.3 ms, so a slice is a few milliseconds."""
 class _Watch:
     """What the engine keeps about a running attempt."""
 
-    __slots__ = ("handle", "job", "kill_reason", "number", "pool")
+    __slots__ = ("handle", "job", "kill_reason", "number", "pool", "redact")
 
     def __init__(self, job: Job | None, number: int, pool: str | None) -> None:
         self.job = job
@@ -90,6 +90,8 @@ class _Watch:
         self.handle: AttemptHandle | None = None
         self.kill_reason: AttemptOutcome | RunState | None = None
         """KILLED or TIMED_OUT (the attempt's outcome), or CANCELLED (the run's fate)."""
+        self.redact: Mapping[str, str] = {}
+        """The attempt's ``AttemptSpec.redact``, to mask the launcher's words about it."""
 
 
 class EngineCore:
@@ -758,6 +760,7 @@ class EngineCore:
                 AttemptEnded(run_id=run.run_id, number=number, status=None, start_error=str(exc))
             )
             return
+        watch.redact = spec.redact
         self._effects.append(lambda: self._spawn(self._watch_attempt, run.run_id, spec, watch))
 
     def _spec(self, run: Run, job: Job, number: int) -> AttemptSpec:
@@ -803,17 +806,11 @@ class EngineCore:
             redact=redact,
         )
 
-    def _masked(self, message: str, run: Run, job: Job | None, number: int) -> str:
+    def _masked(self, message: str, watch: _Watch | None) -> str:
         """A launcher's message with every secret masked, also in the program and folder as
         the launcher named them (``AttemptSpec.redact``: a tidied path may escape the mask)."""
         message = self.config.secrets.mask(message)
-        if not message or job is None or not job.command.secret_names | _cwd_secrets(job):
-            return message
-        try:
-            redact = self._spec(run, job, max(number, 1)).redact
-        except TemplateError:
-            return message
-        for text, shown in redact.items():
+        for text, shown in watch.redact.items() if watch is not None else ():
             message = message.replace(text, shown)
         return message
 
@@ -893,6 +890,7 @@ class EngineCore:
                 scheduled_for=run.scheduled_for,
             )
         found_spec = spec
+        watch.redact = spec.redact
         self._recovering += 1
         self._effects.append(
             lambda: self._spawn(self._adopt, run.run_id, found_spec, attempt, watch)
@@ -994,7 +992,7 @@ class EngineCore:
             signal=status.signal if status is not None else None,
             outcome=outcome,
             # a launcher's words may quote the program or folder, which may hold a secret
-            message=self._masked(message, run, job, work.number),
+            message=self._masked(message, watch),
         )
         self._effect_publish(
             "attempt_ended",
@@ -1366,10 +1364,6 @@ def _said(outcome: AttemptOutcome, status: ExitStatus | None) -> str:
     if status is not None and status.exit_code is not None:
         return f"exited {status.exit_code}"
     return "failed"
-
-
-def _cwd_secrets(job: Job) -> frozenset[str]:
-    return job.cwd.secret_names if job.cwd is not None else frozenset()
 
 
 def _restore(mapping: dict[str, Any], key: str, value: Any) -> None:
