@@ -121,3 +121,17 @@ class StoreError(PyschedError):
 class TokenFileError(PyschedError):
     """The tokens file (``scheduler.tokens_file``) is unreadable or malformed; names the file
     and what is wrong."""
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions an exception group holds, however deeply nested (``exc`` itself when it
+    is not a group)."""
+    found: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        else:
+            found.append(item)
+    return found

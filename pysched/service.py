@@ -32,7 +32,7 @@ import trio
 from pysched.config.model import Config, Listen
 from pysched.engine import Engine, open_engine
 from pysched.engine.events import Event
-from pysched.errors import TokenFileError
+from pysched.errors import TokenFileError, leaves
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
 from pysched.launch.base import Launcher
 from pysched.reload import Reloader
@@ -204,16 +204,9 @@ async def serve(
 
 def _only_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
     """The first ``OSError`` of a group whose every leaf is one, else None."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, BaseExceptionGroup):
-            pending.extend(item.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        else:
-            leaves.append(item)
-    errors = [leaf for leaf in leaves if isinstance(leaf, OSError)]
-    return errors[0] if errors and len(errors) == len(leaves) else None
+    found = leaves(group)
+    errors = [leaf for leaf in found if isinstance(leaf, OSError)]
+    return errors[0] if errors and len(errors) == len(found) else None
 
 
 def _refused(exc: BaseException, listen: Listen) -> ServeResult:

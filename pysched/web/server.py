@@ -10,7 +10,7 @@ shutdown for hypercorn's whole grace period.
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
 import h11
 import hypercorn.protocol
@@ -23,6 +23,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from quart_trio import QuartTrio
 
 from pysched.config.model import Listen, Tls
+from pysched.errors import leaves
 
 log = logging.getLogger(__name__)
 
@@ -78,18 +79,10 @@ class _OneConnection(TCPServer):
         try:
             await super().run()
         except Exception as exc:
-            if _only(exc, _NotHttp11):
+            if all(isinstance(leaf, _NotHttp11) for leaf in leaves(exc)):
                 log.info("a client spoke another HTTP than 1.1; its connection was closed")
             else:
                 log.exception("a client connection failed and was closed")
-
-
-def _only(exc: BaseException, kind: type[BaseException]) -> bool:
-    """Whether ``exc`` is a ``kind``, or a group of nothing else."""
-    if isinstance(exc, BaseExceptionGroup):
-        group = cast("BaseExceptionGroup[BaseException]", exc)
-        return all(_only(inner, kind) for inner in group.exceptions)
-    return isinstance(exc, kind)
 
 
 def _harden_hypercorn() -> None:
