@@ -127,7 +127,6 @@ _NAME_END = re.compile(r"(?:^|[^A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*$")
 _NESTED_SPOTS = {
     "[": "in an array subscript (bash reads it as arithmetic)",
     "$[": "in a $[...] expression",
-    "$(": "in a $(...) substitution",
     "$((": "in a $((...)) expression",
     "`": "in a backquoted substitution",
     "${": "in a ${...} expansion",
