@@ -26,8 +26,15 @@ def run_sh(template: Template, value: str, cwd: Path, shell: tuple[str, ...] = S
     """Run ``template`` with ``value`` for ${X} as an attempt would: its text under the shell,
     with the environment it refers to."""
     text, values = template.render_shell(CTX, {"X": value})
+    return run_text(text, cwd, values, shell)
+
+
+def run_text(
+    text: str, cwd: Path, values: dict[str, str] | None = None, shell: tuple[str, ...] = SHELLS[0]
+) -> str:
+    """What ``text`` prints under ``shell``, with ``values`` added to the environment."""
     done = subprocess.run(
-        [*shell, text], cwd=cwd, env={**os.environ, **values}, capture_output=True, check=False
+        [*shell, text], cwd=cwd, env={**os.environ, **(values or {})}, capture_output=True
     )
     return done.stdout.decode()  # as bytes: no newline translation
 
@@ -78,8 +85,7 @@ def test_a_text_on_its_own_quotes_each_value_for_its_spot(
     """``render(shell=True)`` (and ``Command.render``) give a whole command with no
     environment: each value is quoted into the text for where it sits."""
     text = Template.parse(command).render(CTX, {"X": NASTY}, shell=True)
-    done = subprocess.run(["/bin/sh", "-c", text], cwd=tmp_path, capture_output=True, check=False)
-    assert done.stdout.decode() == printed.replace("{V}", NASTY)
+    assert run_text(text, tmp_path) == printed.replace("{V}", NASTY)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -95,8 +101,7 @@ def test_a_value_in_a_here_document_arrives_exactly(
         template.render(CTX, {"X": NASTY}, shell=True)
     one_line = NASTY.replace("\n", " ")
     text = template.render(CTX, {"X": one_line}, shell=True)
-    done = subprocess.run(["/bin/sh", "-c", text], cwd=tmp_path, capture_output=True, check=False)
-    assert done.stdout.decode() == printed.replace("{V}", one_line)
+    assert run_text(text, tmp_path) == printed.replace("{V}", one_line)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -246,9 +251,7 @@ def test_placeholders_without_a_format_go_anywhere(tmp_path: Path) -> None:
     )
     template = Template.parse(command)
     assert template.shell_problem() is None
-    out = subprocess.run(
-        ["/bin/sh", "-c", template.render_shell(CTX, {})[0]], capture_output=True, cwd=tmp_path
-    ).stdout.decode()
+    out = run_text(template.render_shell(CTX, {})[0], tmp_path)
     assert out == "2026-10-19 ice\nice.2026-10-19.1|3|ice"
 
 
