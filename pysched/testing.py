@@ -18,6 +18,8 @@ under its minder): a new engine given the same ``FakeLauncher`` adopts it if it 
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,12 +48,14 @@ class StartedAttempt:
 class _FakeProcess:
     """A virtual process: it ends at ``ends_at`` with ``exit_code`` unless killed first."""
 
-    def __init__(self, clock: Clock, ends_at: datetime, exit_code: int) -> None:
+    def __init__(self, clock: Clock, ends_at: datetime, exit_code: int, timer: _EndTimer) -> None:
         self._clock = clock
+        self._timer = timer
         self.ends_at = ends_at
         self.exit_code = exit_code
         self.killed_at: datetime | None = None
-        self._scope: trio.CancelScope | None = None
+        self.ended = trio.Event()
+        """Set when it ends or is killed (by ``_EndTimer`` or ``kill``), in the current run."""
         self.pid = 0
 
     @property
@@ -68,10 +72,8 @@ class _FakeProcess:
 
     async def wait(self) -> ExitStatus:
         if self.status() is None:
-            with trio.CancelScope() as scope:
-                self._scope = scope
-                await self._clock.sleep_until(self.ends_at)
-            self._scope = None
+            self._timer.watch(self)
+            await self.ended.wait()
         else:
             await trio.lowlevel.checkpoint()
         status = self.status()
@@ -81,9 +83,55 @@ class _FakeProcess:
     async def kill(self, grace: timedelta) -> None:
         if self.status() is None:
             self.killed_at = self._clock.now()
-            if self._scope is not None:
-                self._scope.cancel()
+            self.ended.set()
         await trio.lowlevel.checkpoint()
+
+
+class _EndTimer:
+    """Wakes each waited-on virtual process at its end: one task of the Trio run sleeps until
+    the earliest end, however many processes are waited on (a sleep each would cost every
+    attempt two cancel scopes and a ``Cancelled``)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._due: list[tuple[datetime, int, _FakeProcess]] = []
+        self._count = itertools.count()
+        self._run: trio.lowlevel.TrioToken | None = None
+        self._asleep: trio.CancelScope | None = None
+        self._sleeping_until: datetime | None = None
+        self._more = trio.Event()
+
+    def watch(self, process: _FakeProcess) -> None:
+        run = trio.lowlevel.current_trio_token()
+        if run is not self._run:  # a new Trio run: the waiters and the task of the last are gone
+            self._run = run
+            self._due = []
+            self._asleep = self._sleeping_until = None
+            self._more = trio.Event()
+            trio.lowlevel.spawn_system_task(self._wake_ends, name="pysched fake process ends")
+        if process.ended.is_set():  # a waiter of an earlier run was woken; this one waits anew
+            process.ended = trio.Event()
+        heapq.heappush(self._due, (process.ends_at, next(self._count), process))
+        if self._asleep is not None and self._sleeping_until is not None:
+            if process.ends_at < self._sleeping_until:
+                self._asleep.cancel()  # sleep again, until this earlier end
+        else:
+            self._more.set()
+
+    async def _wake_ends(self) -> None:
+        while True:
+            due = self._due
+            if not due:
+                self._more = trio.Event()
+                await self._more.wait()
+                continue
+            with trio.CancelScope() as asleep:
+                self._asleep, self._sleeping_until = asleep, due[0][0]
+                await self._clock.sleep_until(due[0][0])
+            self._asleep = self._sleeping_until = None
+            now = self._clock.now()
+            while due and due[0][0] <= now:
+                heapq.heappop(due)[2].ended.set()
 
 
 class FakeLauncher:
@@ -113,6 +161,7 @@ class FakeLauncher:
         self.fail_start = set(fail_start)
         self.started: list[StartedAttempt] = []
         self._processes: dict[tuple[str, int], _FakeProcess] = {}
+        self._timer = _EndTimer(clock)
 
     async def start(self, spec: AttemptSpec) -> _FakeProcess:
         await trio.lowlevel.checkpoint()
@@ -127,7 +176,7 @@ class FakeLauncher:
         codes = self.outcomes.get(spec.run_id) or self.outcomes.get(spec.job) or [0]
         code = codes[min(spec.attempt, len(codes)) - 1]
         duration = self.durations.get(spec.job, self.default_duration)
-        process = _FakeProcess(self.clock, now + duration, code)
+        process = _FakeProcess(self.clock, now + duration, code, self._timer)
         process.pid = len(self.started)
         self._processes[(spec.run_id, spec.attempt)] = process
         return process

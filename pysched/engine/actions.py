@@ -270,7 +270,7 @@ class Engine(EngineCore):
             self._record_action("reload_failed", "config", by, summary)
             now = self._time()
             data = {"by": by, "problems": list(problems), "sha256": self.config.sha256}
-            self._effects.append(lambda: self.events.publish(now, "reload_failed", data))
+            self._publish(now, "reload_failed", data)
 
         await self.call(handler)
 

@@ -25,7 +25,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
+from functools import partial
 from typing import Any, TypeVar
 
 import trio
@@ -152,6 +152,9 @@ class EngineCore:
         self._dirty: dict[str, dict[str, Any] | None] = {}
         self._records: list[Record] = []
         self._effects: list[Callable[[], object]] = []
+        self._events_due: list[tuple[datetime, str, Mapping[str, Any]]] = []
+        self._events_effect: Callable[[], object] | None = None
+        """The effect that publishes ``_events_due`` (``_publish``)."""
         self._notify: set[tuple[str, date]] = set()
         self._dispatch_wanted = False
         self._snapshotting = False
@@ -572,8 +575,17 @@ class EngineCore:
             "reason": run.reason,
             **extra,
         }
-        at = self._time()
-        self._effects.append(lambda: self.events.publish(at, kind, data))
+        self._publish(self._time(), kind, data)
+
+    def _publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> None:
+        """Publish an event once this pass is committed, in the order asked. Events asked
+        one after another share one effect (up to ``SLICE`` of them): readers wake once."""
+        due = self._events_due
+        if len(due) >= SLICE or not self._effects or self._effects[-1] is not self._events_effect:
+            due = self._events_due = []
+            self._events_effect = partial(self.events.publish_all, due)
+            self._effects.append(self._events_effect)
+        due.append((at, kind, data))
 
     def _create(
         self,
@@ -800,7 +812,7 @@ class EngineCore:
             attempt=number,
             argv=argv,
             env=env,
-            cwd=Path(cwd),
+            cwd=cwd,
             scheduled_for=run.scheduled_for,
             display=job.command.display(context),
             redact=redact,
@@ -1099,7 +1111,7 @@ class EngineCore:
                 "reason": reason,
             }
             self._records.append(Record(type="skips", data=data))
-            self._effects.append(lambda: self.events.publish(now, "firings_skipped", data))
+            self._publish(now, "firings_skipped", data)
         for firing in missed.runs:
             run = self._create(
                 job, firing.run_date, scheduled_for=firing.at, trigger=Trigger.CATCH_UP
@@ -1116,8 +1128,7 @@ class EngineCore:
             firing_record(job, firing.at, firing.run_date, run_id=None, skipped=reason)
         )
         data = {"job": job, "at": firing.at.isoformat(), "reason": reason}
-        at = self._time()
-        self._effects.append(lambda: self.events.publish(at, "firing_skipped", data))
+        self._publish(self._time(), "firing_skipped", data)
 
     # -- config --------------------------------------------------------------------------
 
@@ -1183,9 +1194,7 @@ class EngineCore:
                     self._watermark(name, now, disabled=not after.enabled)
                 self._plan(name, now)
         self._record_config_version(by=by)
-        self._effects.append(
-            lambda: self.events.publish(now, "config_applied", {"sha256": new.sha256, "by": by})
-        )
+        self._publish(now, "config_applied", {"sha256": new.sha256, "by": by})
         self._dispatch_wanted = True
 
     def _placement(self, run_id: str) -> tuple[int, str | None]:
@@ -1277,7 +1286,7 @@ class EngineCore:
         self._actions[data["id"]] = data
         self._undo.append(lambda: self._actions.pop(data["id"], None))
         self._records.append(Record(type="action", data=data))
-        self._effects.append(lambda: self.events.publish(now, "action", data))
+        self._publish(now, "action", data)
 
     def actions_for(self, target: str) -> list[Mapping[str, Any]]:
         """Operator actions recorded against a run id or job name, oldest first."""

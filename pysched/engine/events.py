@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -65,6 +65,17 @@ class EventLog:
         return self._next_id - self._first_id
 
     def publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> Event:
+        event = self._append(at, kind, data)
+        self._wake_readers()
+        return event
+
+    def publish_all(self, events: Iterable[tuple[datetime, str, Mapping[str, Any]]]) -> None:
+        """Publish each ``(at, kind, data)`` in order, waking the readers once at the end."""
+        for at, kind, data in events:
+            self._append(at, kind, data)
+        self._wake_readers()
+
+    def _append(self, at: datetime, kind: str, data: Mapping[str, Any]) -> Event:
         event = Event(id=self._next_id, at=at, kind=kind, data=data)
         self._next_id += 1
         events = self._events
@@ -74,9 +85,11 @@ class EventLog:
         run_id = data.get("run_id")
         if run_id is not None:
             self._by_run.setdefault(run_id, deque()).append(event)
+        return event
+
+    def _wake_readers(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
-        return event
 
     def _forget(self, event: Event) -> None:
         run_id = event.data.get("run_id")

@@ -27,6 +27,11 @@ from pysched.errors import TransitionError
 
 
 class RunState(enum.Enum):
+    finished: bool
+    """Whether a run stays in this state until an operator reruns, forces or marks it
+    (``FINISHED``); set on each member below, as a plain attribute: it is read on every
+    change of every run."""
+
     SCHEDULED = "scheduled"
     WAITING = "waiting"
     BLOCKED = "blocked"
@@ -40,15 +45,17 @@ class RunState(enum.Enum):
     CANCELLED = "cancelled"
     LOST = "lost"
 
-    @property
-    def finished(self) -> bool:
-        return self in FINISHED
+    # Members are singletons compared by identity: hash them by identity too, in C (Enum's
+    # own hash is a Python call on the name, and states are looked up in sets on every move).
+    __hash__ = object.__hash__
 
 
 FINISHED = frozenset(
     {RunState.SUCCEEDED, RunState.FAILED, RunState.SKIPPED, RunState.CANCELLED, RunState.LOST}
 )
 """States a run stays in until an operator reruns, forces or marks it."""
+for _state in RunState:
+    _state.finished = _state in FINISHED
 
 _S = RunState
 _RESTART = frozenset({_S.WAITING, _S.BLOCKED, _S.QUEUED, _S.SKIPPED, _S.SUCCEEDED})
