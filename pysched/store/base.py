@@ -176,7 +176,7 @@ class BaseStore(abc.ABC):
         so two commits never interleave their numbers. Cancellation: a commit cancelled while
         encoding has numbered and written nothing.
         """
-        encoded: list[tuple[Record, str]] = []
+        encoded: list[tuple[Record, bytes]] = []
         for record in records:
             encoded.append((record, encode_data(record.data)))
             if len(encoded) % ENCODE_SLICE == 0:

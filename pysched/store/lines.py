@@ -61,10 +61,25 @@ class SnapshotHeader:
     records: int
 
 
-def encode_data(data: Mapping[str, Any]) -> str:
-    """``data`` as compact JSON; ``ValueError`` if it is not JSON-able."""
+def encode_data(data: Mapping[str, Any]) -> bytes:
+    """``data`` as compact JSON (UTF-8); ``ValueError`` if it is not JSON-able.
+
+    orjson encodes about ten times faster than the standard library, which matters as every
+    change of every run is encoded; but it writes NaN and infinities as ``null`` where they
+    must be refused, and it refuses some data the standard library takes (keys that are not
+    strings). Its result is used only when reading it back gives ``data`` again; otherwise the
+    standard library encodes (or refuses) it, so what is stored is what it always was.
+    """
+    plain = cast(dict[str, Any], data) if type(data) is dict else dict(data)
     try:
-        return _dumps(data if type(data) is dict else dict(data))
+        encoded = orjson.dumps(plain)
+    except TypeError:
+        pass
+    else:
+        if orjson.loads(encoded) == plain:
+            return encoded
+    try:
+        return _dumps(plain).encode()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"record data is not JSON-able: {exc}") from None
 
@@ -78,9 +93,11 @@ def _seal(head: bytes) -> bytes:
     return b'%s,"crc":"%08x"}\n' % (head, zlib.crc32(head))
 
 
-def encode_line(seq: int, kind: str, data_json: str) -> bytes:
+def encode_line(seq: int, kind: str, data_json: bytes) -> bytes:
     """One record line; ``kind`` must already be checked and ``data_json`` encoded."""
-    return _seal(f'{{"v":{FORMAT_VERSION},"seq":{seq},"type":"{kind}","data":{data_json}'.encode())
+    return _seal(
+        b'{"v":%d,"seq":%d,"type":"%s","data":%s' % (FORMAT_VERSION, seq, kind.encode(), data_json)
+    )
 
 
 def encode_record(record: Record) -> bytes:

@@ -252,7 +252,7 @@ async def test_a_big_commit_closed_while_it_encodes_writes_nothing(
     encoded = 0
     real_encode = base.encode_data
 
-    def encode_then_close(data: Any) -> str:
+    def encode_then_close(data: Any) -> bytes:
         nonlocal encoded
         encoded += 1
         if encoded == base.ENCODE_SLICE + 1:  # past the first checkpoint

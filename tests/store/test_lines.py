@@ -52,7 +52,7 @@ def _head_fast(raw: bytes, expected: int | None) -> int | str:
         return f"{exc} (torn={exc.torn})"
 
 
-GOOD = encode_line(7, "run", '{"id":"x","value":1}')
+GOOD = encode_line(7, "run", b'{"id":"x","value":1}')
 HEADS = [
     b'{"v":1,"seq":7,"type":"run","data":{"id":"x"}',
     b'{"v":1,"seq":0,"type":"runs","data":{"runs":[]}',
