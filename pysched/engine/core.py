@@ -340,6 +340,10 @@ class EngineCore:
                 self._idle = trio.Event()
                 await self._wakeup.wait()
                 self._wakeup = trio.Event()
+                # one more turn of the scheduler first: the other tasks woken at the same time
+                # (attempts that ended together, a firing, a due retry) post their work too,
+                # and it all goes into this pass and its one commit
+                await trio.lowlevel.checkpoint()
                 continue
             self._busy = True
             self._now = self.clock.now()
