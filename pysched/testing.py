@@ -84,6 +84,7 @@ class _FakeProcess:
         if self.status() is None:
             self.killed_at = self._clock.now()
             self.ended.set()
+            self._timer.killed(self)
         await trio.lowlevel.checkpoint()
 
 
@@ -118,9 +119,17 @@ class _EndTimer:
         else:
             self._more.set()
 
+    def killed(self, process: _FakeProcess) -> None:
+        """A killed process no longer ends later: if the timer sleeps until its end, it
+        sleeps again, until the next (so virtual time never stops where nothing happens)."""
+        if self._asleep is not None and self._due and self._due[0][2] is process:
+            self._asleep.cancel()
+
     async def _wake_ends(self) -> None:
         while True:
             due = self._due
+            while due and due[0][2].killed_at is not None:
+                heapq.heappop(due)
             if not due:
                 self._more = trio.Event()
                 await self._more.wait()
