@@ -338,14 +338,26 @@ class Store(BaseStore):
             work(*args)
             return
 
+        ran = False
+
         def in_thread() -> None:
+            nonlocal ran
+            ran = True
             try:
                 work(*args)
             finally:
                 self._leave_thread()
 
         self._enter_thread()
-        await trio.to_thread.run_sync(in_thread)
+        try:
+            await trio.to_thread.run_sync(in_thread)
+        except BaseException:
+            # cancelled before a thread took it (a stop during a snapshot): nothing will leave
+            # for it, and ``close`` would wait for it forever. Once a thread has it, run_sync
+            # waits for its end, so ``ran`` cannot turn True after this.
+            if not ran:
+                self._leave_thread()
+            raise
 
     def _prepare_snapshot(
         self, header: SnapshotHeader, records: list[Record], by_month: dict[str, list[Record]]

@@ -7,6 +7,7 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,26 @@ async def test_one_snapshot_at_a_time(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match="already being written"):
             await store.write_snapshot([rec("a")])
         gate.set()
+    store.close()
+
+
+async def test_a_stop_as_a_snapshot_begins_lets_the_store_close(tmp_path: Path) -> None:
+    # cancelled at the very start of its first worker-thread step (a SIGTERM while the
+    # engine writes a snapshot): no thread ever runs it, and closing must not wait for one
+    store = Store.open(tmp_path, sync=True)
+    await store.commit([rec("a")])
+    with trio.CancelScope() as scope:
+
+        def live() -> Iterator[Record]:
+            scope.cancel()  # lands at the next checkpoint: the hand-over to the thread
+            yield rec("a")
+
+        await store.write_snapshot(live())
+    assert scope.cancelled_caught
+    with trio.fail_after(5):
+        await trio.to_thread.run_sync(store.close, abandon_on_cancel=True)
+    store = Store.open(tmp_path)
+    assert fold(store.records()) == {"a": 0}
     store.close()
 
 
