@@ -43,8 +43,14 @@ class _HumanFormatter(logging.Formatter):
         super().__init__(HUMAN_FORMAT)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        line = super().formatMessage(record)
-        return line if line.isprintable() else line.translate(_ESCAPES)
+        return one_line(super().formatMessage(record))
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character (C0 with newline and tab, DEL, C1, the Unicode
+    line and paragraph separators) written as an escape (``\\n``, ``\\x1b``): fit for one line
+    of a log or a terminal, whoever wrote it."""
+    return text if text.isprintable() else text.translate(_ESCAPES)
 
 
 class _Escapes(dict[int, str]):

@@ -14,7 +14,7 @@ import typer
 
 from pysched.cli.arguments import parse_date
 from pysched.cli.client import api_path, ask, session
-from pysched.cli.output import print_json
+from pysched.cli.output import clean, print_json
 from pysched.cli.run_display import run_line
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
@@ -56,7 +56,7 @@ def trigger(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a run of a job now (a manual trigger) and print it."""
-    day = parse_date(run_date, "--run-date").isoformat() if run_date else None
+    day = parse_date(run_date, "--run-date").isoformat() if run_date is not None else None
     with session(ctx, as_json) as api:
         run: dict[str, Any] = api.post(
             api_path("/api/v1/jobs", job, "trigger"), _body(why, run_date=day)
@@ -94,7 +94,7 @@ def hold_job(ctx: typer.Context, job: JobArg, why: WhyOpt = None, as_json: JsonO
     answer = ask(ctx, as_json, "POST", api_path("/api/v1/jobs", job, "hold"), body=_body(why))
     if answer is None:
         return
-    typer.echo(f"job {answer.get('job', job)} held")
+    typer.echo(f"job {clean(answer.get('job', job))} held")
 
 
 def release_job(
@@ -104,7 +104,7 @@ def release_job(
     answer = ask(ctx, as_json, "POST", api_path("/api/v1/jobs", job, "release"), body=_body(why))
     if answer is None:
         return
-    typer.echo(f"job {answer.get('job', job)} released")
+    typer.echo(f"job {clean(answer.get('job', job))} released")
     released: list[dict[str, Any]] = answer.get("released") or []
     for run in released:
         typer.echo(run_line(run))

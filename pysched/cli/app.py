@@ -1,11 +1,14 @@
-"""The typer application: the global options and every command, registered in one place."""
+"""The typer application: the global options and every command, registered in one place.
+
+Every command and group is built with ``pysched.cli.usage``'s classes, which apply the rules
+all of them share (no empty or overlong text, hints for misplaced options, ...)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-import httpx
 import typer
 
 from pysched.cli import (
@@ -20,7 +23,9 @@ from pysched.cli import (
     token_commands,
     watch_command,
 )
+from pysched.cli.arguments import parse_url, token_problem
 from pysched.cli.context import Globals
+from pysched.cli.usage import Command, Group
 
 app = typer.Typer(
     name="pysched",
@@ -29,11 +34,16 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=Group,
 )
-cron_app = typer.Typer(help="Work with cron expressions.", no_args_is_help=True)
-store_app = typer.Typer(help="Work with the journal in a state dir.", no_args_is_help=True)
-config_app = typer.Typer(help="The config versions the server has applied.", no_args_is_help=True)
-token_app = typer.Typer(help="Create, list and revoke API tokens.", no_args_is_help=True)
+cron_app = typer.Typer(help="Work with cron expressions.", no_args_is_help=True, cls=Group)
+store_app = typer.Typer(
+    help="Work with the journal in a state dir.", no_args_is_help=True, cls=Group
+)
+config_app = typer.Typer(
+    help="The config versions the server has applied.", no_args_is_help=True, cls=Group
+)
+token_app = typer.Typer(help="Create, list and revoke API tokens.", no_args_is_help=True, cls=Group)
 
 
 @app.callback()
@@ -75,49 +85,44 @@ def global_options(
     """pysched: a workload scheduler — cron in every time zone, business calendars,
     dependencies, retries and pools."""
     if url is not None:
-        check_url(url)
+        url = parse_url(url, "--url")
+    if token is not None:
+        problem = token_problem(token)
+        if problem is not None:
+            raise typer.BadParameter(problem, param_hint="--token / PYSCHED_TOKEN")
     ctx.obj = Globals(url=url, token=token, config=config)
 
 
-def check_url(url: str) -> None:
-    """``--url`` must be an http(s) URL with a host; anything else is a usage mistake."""
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise typer.BadParameter(f"{url!r} is not a URL: {exc}", param_hint="--url") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise typer.BadParameter(
-            f"{url!r}: give an http:// or https:// URL with a host, like http://127.0.0.1:8080",
-            param_hint="--url",
-        )
+def _add(group: typer.Typer, name: str, command: Callable[..., Any]) -> None:
+    group.command(name, cls=Command)(command)
 
 
-app.command("serve")(serve_command.serve_command)
-app.command("validate")(offline.validate)
-app.command("forecast")(offline.forecast_command)
-app.command("calendar")(offline.calendar_command)
-cron_app.command("next")(offline.cron_next)
+_add(app, "serve", serve_command.serve_command)
+_add(app, "validate", offline.validate)
+_add(app, "forecast", offline.forecast_command)
+_add(app, "calendar", offline.calendar_command)
+_add(cron_app, "next", offline.cron_next)
 app.add_typer(cron_app, name="cron")
-store_app.command("check")(store_commands.check)
+_add(store_app, "check", store_commands.check)
 app.add_typer(store_app, name="store")
 
-app.command("trigger")(action_commands.trigger)
-app.command("status")(run_views.status)
-app.command("show")(run_views.show)
-app.command("log")(log_command.log)
+_add(app, "trigger", action_commands.trigger)
+_add(app, "status", run_views.status)
+_add(app, "show", run_views.show)
+_add(app, "log", log_command.log)
 for _action in action_commands.RUN_ACTIONS:
-    app.command(_action)(action_commands.run_action(_action))
-app.command("hold-job")(action_commands.hold_job)
-app.command("release-job")(action_commands.release_job)
-app.command("backfill")(action_commands.backfill)
-app.command("jobs")(job_commands.jobs)
-app.command("watch")(watch_command.watch)
-app.command("reload")(config_commands.reload)
-config_app.command("versions")(config_commands.versions)
-config_app.command("show")(config_commands.show)
-config_app.command("diff")(config_commands.diff)
+    _add(app, _action, action_commands.run_action(_action))
+_add(app, "hold-job", action_commands.hold_job)
+_add(app, "release-job", action_commands.release_job)
+_add(app, "backfill", action_commands.backfill)
+_add(app, "jobs", job_commands.jobs)
+_add(app, "watch", watch_command.watch)
+_add(app, "reload", config_commands.reload)
+_add(config_app, "versions", config_commands.versions)
+_add(config_app, "show", config_commands.show)
+_add(config_app, "diff", config_commands.diff)
 app.add_typer(config_app, name="config")
-token_app.command("create")(token_commands.create)
-token_app.command("list")(token_commands.list_tokens)
-token_app.command("revoke")(token_commands.revoke)
+_add(token_app, "create", token_commands.create)
+_add(token_app, "list", token_commands.list_tokens)
+_add(token_app, "revoke", token_commands.revoke)
 app.add_typer(token_app, name="token")

@@ -5,6 +5,9 @@ option's name, as for any other usage mistake.
 
 Dates are read by ``pysched.timing.run_dates.parse_iso_date``, as the API reads them, so the
 two accept exactly the same dates.
+
+Every text value is also held to ``text_problem`` (by ``pysched.cli.usage.Command``, for every
+command at once): not empty, and at most ``MAX_TEXT`` characters.
 """
 
 from __future__ import annotations
@@ -12,9 +15,86 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import httpx
 import typer
 
 from pysched.timing.run_dates import parse_iso_date, year_problem
+
+MAX_TEXT = 4096
+"""The most characters an argument or option may have. Most go into a URL (a job's name, a run
+id, a filter), which httpx caps at 64 KiB and the server at 16 KiB for the whole request head
+(hypercorn's ``h11_max_incomplete_size``). Job names (letters, digits, ``_`` and ``-``) have no
+limit in the config loader, but one of thousands of characters cannot be asked for by any
+client; 4,096 passes any that can, and refuses a pasted file or a runaway ``$(...)`` with a
+message instead of a traceback."""
+
+MAX_TOKEN = 1024
+"""The longest token sent. The server's tokens are 51 characters (``pysched_`` and 43
+url-safe ones, see ``pysched.tokens``); a longer one can only be a mistake, which the server
+would answer with a bare ``HTTP 431``."""
+
+MAX_COUNT = 10**18 - 1
+"""The largest count the API reads (at most 18 digits, ``pysched.web.inputs.whole_number``)."""
+
+API_PREFIX = "/api/v1"
+
+
+def text_problem(text: str, *, optional: bool) -> str | None:
+    """Why ``text``, given explicitly, cannot be used: empty (usually a script's unset
+    variable: taking it as "not given" would act on every run, or on the default), or too
+    long. ``optional``: the value is an option's, which may be left out for its default."""
+    if not text:
+        if optional:
+            return "the value is empty — leave the option out for its default"
+        return "the value is empty — give one"
+    if len(text) > MAX_TEXT:
+        return f"{len(text):,} characters is too long (at most {MAX_TEXT:,})"
+    return None
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be sent as ``Authorization: Bearer <token>``, never quoting it:
+    a token is ASCII letters, digits and punctuation, which is all an HTTP header carries."""
+    if not token.isascii():
+        return "a token is ASCII, and this one has a character that is not"
+    if any(not "!" <= char <= "~" for char in token):
+        return (
+            "a token has no spaces or control characters (an HTTP header cannot carry them), "
+            "and this one has one"
+        )
+    if len(token) > MAX_TOKEN:
+        return (
+            f"this one has {len(token):,} characters: pysched's tokens have 51, and at most "
+            f"{MAX_TOKEN:,} are sent"
+        )
+    return None
+
+
+def parse_url(text: str, option: str) -> str:
+    """``--url``: an http(s) URL with a host and a port in range, without a trailing ``/``
+    or ``/api/v1`` (``serve`` prints its API's URL with it, and people copy that)."""
+    try:
+        parsed = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise typer.BadParameter(f"{text!r} is not a URL: {exc}", param_hint=option) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise typer.BadParameter(
+            f"{text!r}: give an http:// or https:// URL with a host, like http://127.0.0.1:8080",
+            param_hint=option,
+        )
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise typer.BadParameter(
+            f"{text!r}: port {parsed.port} is not a number from 1 to 65535", param_hint=option
+        )
+    return text.rstrip("/").removesuffix(API_PREFIX)
+
+
+def check_count(value: int | None, option: str) -> int | None:
+    """A count (``--attempt``) the API can read: one over ``MAX_COUNT`` is a usage mistake
+    that says so, rather than the server's 'not a count'."""
+    if value is not None and value > MAX_COUNT:
+        raise typer.BadParameter(f"{value} is too large (at most {MAX_COUNT})", param_hint=option)
+    return value
 
 
 def parse_date(text: str, option: str) -> date:

@@ -29,9 +29,10 @@ from urllib.parse import quote
 import httpx
 import typer
 
+from pysched.cli.arguments import token_problem
 from pysched.cli.context import globals_of
 from pysched.cli.discovery import Target, UnusableConfig, resolve
-from pysched.cli.output import fail, print_json
+from pysched.cli.output import clean, error_exit, fail, print_json
 from pysched.errors import PyschedError
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -192,7 +193,9 @@ class Client:
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
-    return {"error": {"status": status, "code": "", "message": message}}
+    return {
+        "error": {"status": status, "code": "", "message": message, "field": None, "state": None}
+    }
 
 
 def describe(exc: httpx.TransportError) -> str:
@@ -206,28 +209,49 @@ def describe(exc: httpx.TransportError) -> str:
 def report(exc: ClientError, *, as_json: bool) -> typer.Exit:
     """Print ``exc`` as the user should see it; returns the ``typer.Exit`` to raise.
 
-    With ``--json`` the server's error document also goes to stdout, so a script sees the same
-    shape as in the API.
+    With ``--json`` an error document also goes to stdout: the server's own, so a script sees
+    the same shape as in the API, or one of that shape when no server answered. The server's
+    message and problems are printed ``clean``: another user may have written them.
     """
     if isinstance(exc, ServerUnreachable):
-        return fail(f"error: {exc} — is 'pysched serve' running? give --url or -c CONFIG", code=3)
+        return error_exit(
+            f"{exc} — is 'pysched serve' running? give --url or -c CONFIG",
+            as_json=as_json,
+            exit_code=3,
+            code="unreachable",
+        )
     assert isinstance(exc, ApiError)
     if as_json:
         print_json(exc.body)
-    lines = [f"error: {exc.message}"]
-    lines += [f"  {problem}" for problem in exc.problems]
+    lines = [f"error: {clean(exc.message)}"]
+    lines += [f"  {clean(problem)}" for problem in exc.problems]
     if exc.status == 401:
         lines.append(f"hint: {TOKEN_HINT}")
     return fail("\n".join(lines))
 
 
-def find_target(ctx: typer.Context) -> Target:
+def find_target(ctx: typer.Context, *, as_json: bool = False) -> Target:
     """The server the global options point at, warnings printed; a config with problems and
-    nothing else to go by is exit 1."""
+    nothing else to go by is exit 1, and so is an admin token file whose token an HTTP header
+    cannot carry (one given with ``--token`` was checked as the options were read)."""
     try:
         target = resolve(globals_of(ctx))
     except UnusableConfig as exc:
-        raise fail(f"error: {exc}") from None
+        raise error_exit(
+            exc.headline,
+            as_json=as_json,
+            code="invalid",
+            details=[str(problem) for problem in exc.error.problems],
+            hint=exc.hint,
+        ) from None
+    if target.token is not None:
+        problem = token_problem(target.token)
+        if problem is not None:
+            raise error_exit(
+                f"the token found for {target.url} cannot be sent: {problem}; give --token",
+                as_json=as_json,
+                code="invalid",
+            )
     for warning in target.warnings:
         typer.echo(f"warning: {warning}", err=True)
     return target
@@ -237,7 +261,7 @@ def find_target(ctx: typer.Context) -> Target:
 def session(ctx: typer.Context, as_json: bool) -> Generator[Client]:
     """A client for the server the global options point at; a ``ClientError`` inside the block
     becomes its message on stderr and exit code 3 (unreachable) or 1 (refused, failed)."""
-    target = find_target(ctx)
+    target = find_target(ctx, as_json=as_json)
     try:
         client = Client(target)
         try:

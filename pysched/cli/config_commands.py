@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.client import api_path, ask
-from pysched.cli.output import print_table
+from pysched.cli.output import clean, print_table
 from pysched.cli.run_display import local_time
 from pysched.config.model import version_prefix_problem
 
@@ -44,8 +44,8 @@ def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         return
     warnings: list[str] = answer.get("warnings") or []
     for warning in warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    sha = str(answer.get("sha256", ""))[:12]
+        typer.echo(f"warning: {clean(warning)}", err=True)
+    sha = clean(str(answer.get("sha256", ""))[:12])
     typer.echo(f"reloaded: {sha} ({'changed' if answer.get('changed') else 'unchanged'})")
 
 
@@ -68,11 +68,11 @@ def versions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def show(ctx: typer.Context, sha: ShaArg, as_json: JsonOpt = False) -> None:
-    """Print one config version's text, as it was applied."""
+    """Print one config version's text, as it was applied (a document: printed as it is)."""
     answer = ask(ctx, as_json, "GET", api_path("/api/v1/config/versions", sha))
     if answer is None:
         return
-    typer.echo(str(answer.get("text", "")), nl=False)
+    typer.echo(str(answer.get("text", "")), nl=False, color=True)
 
 
 def diff(
@@ -93,4 +93,4 @@ def diff(
     if not text:
         typer.echo(f"no difference between {old} and {new}", err=True)
         return
-    typer.echo(text, nl=not text.endswith("\n"))
+    typer.echo(text, nl=not text.endswith("\n"), color=True)

@@ -55,11 +55,11 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 class UnusableConfig(PyschedError):
     """The config given with ``-c`` has problems and nothing else says where its server is."""
 
+    hint = "fix it ('pysched validate'), or give --url (and --token) to reach the server"
+
     def __init__(self, path: Path, error: ConfigError) -> None:
-        super().__init__(
-            f"{path} cannot be used to find the server: {error}\n"
-            "hint: fix it ('pysched validate'), or give --url (and --token) to reach the server"
-        )
+        self.headline = f"{path} cannot be used to find the server: {str(error).splitlines()[0]}"
+        super().__init__(f"{path} cannot be used to find the server: {error}\nhint: {self.hint}")
         self.path = path
         self.error = error
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.client import ask, session
-from pysched.cli.output import print_json, print_table
+from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import local_time, paint_state
 
 
@@ -85,7 +85,7 @@ def remote_forecast(ctx: typer.Context, first: date, last: date, *, as_json: boo
     ]
     print_table(["FIRES (job's zone)", "UTC", "JOB", "RUN DATE", "TRIGGER"], rows)
     shown_from, shown_to = answer.get("from", first.isoformat()), answer.get("to", last.isoformat())
-    typer.echo(f"{len(runs)} run(s) from {shown_from} to {shown_to}")
+    typer.echo(f"{len(runs)} run(s) from {clean(shown_from)} to {clean(shown_to)}")
 
 
 def _shape(run: dict[str, Any]) -> dict[str, Any]:

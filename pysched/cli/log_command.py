@@ -2,7 +2,9 @@
 
 The API serves a log in chunks (``offset`` → ``next_offset``); this command asks for chunk after
 chunk and writes each one's text to stdout untouched, so ``pysched log … > out.txt`` gives the
-file the job wrote. Without ``--attempt`` it shows the run's latest attempt.
+file the job wrote: the log is the command's own output, so unlike the server's fields (see
+``pysched.cli.output.clean``) its control characters are left as they are. Without
+``--attempt`` it shows the run's latest attempt.
 
 ``--follow`` polls every half second from where the last chunk ended. It stops when the attempt
 has ended and its log is read to the end (``complete``) and the run is finished; while the run
@@ -12,15 +14,15 @@ Given ``--attempt N`` it stops at the end of that attempt. Ctrl-C stops it with 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
+from pysched.cli.arguments import check_count
 from pysched.cli.client import Client, api_path, session
-from pysched.cli.output import fail, print_json
+from pysched.cli.output import clean, error_exit, json_text, print_json
 from pysched.cli.run_display import FINISHED
 
 POLL_SECONDS = 0.5
@@ -50,6 +52,7 @@ def log(
 ) -> None:
     """Print an attempt's stdout (or --stderr) as the job wrote it; --follow to keep tailing."""
     stream = "stderr" if stderr else "stdout"
+    check_count(attempt, "--attempt")
     try:
         with session(ctx, as_json) as api:
             tail = _Tail(api, run_id, stream, as_json=as_json)
@@ -83,9 +86,17 @@ class _Tail:
                 return number
             state = str(run.get("state", ""))
             if not wait:
-                raise fail(f"error: run {self._run_id} ({state}) has no attempt with a log yet")
+                raise error_exit(
+                    f"run {self._run_id} ({state}) has no attempt with a log yet",
+                    as_json=self._as_json,
+                    code="not_found",
+                    state=state,
+                )
             if state in FINISHED:
-                typer.echo(f"note: run {self._run_id} is {state} with no attempt to show", err=True)
+                typer.echo(
+                    f"note: run {clean(self._run_id)} is {clean(state)} with no attempt to show",
+                    err=True,
+                )
                 return None
             sleep(POLL_SECONDS)
 
@@ -128,13 +139,13 @@ class _Tail:
     def _emit(self, chunk: dict[str, Any], *, follow: bool, chunks: list[dict[str, Any]]) -> None:
         if self._as_json:
             if follow:
-                typer.echo(json.dumps(chunk, ensure_ascii=False))
+                typer.echo(json_text(chunk, indent=None))
             else:
                 chunks.append(chunk)
             return
         data = str(chunk.get("data", ""))
         if data:
-            typer.echo(data, nl=False)
+            typer.echo(data, nl=False, color=True)  # else click strips ANSI codes off a terminal
 
 
 def _latest_logged(run: dict[str, Any]) -> int | None:

@@ -15,7 +15,7 @@ import typer
 
 from pysched.cli.arguments import parse_date, parse_instant, parse_zone
 from pysched.cli.job_commands import remote_forecast
-from pysched.cli.output import fail, print_json, print_table, problem_json
+from pysched.cli.output import error_exit, fail, print_json, print_table, problem_json
 from pysched.config import Config
 from pysched.config.hints import did_you_mean
 from pysched.engine.forecast import forecast
@@ -23,18 +23,30 @@ from pysched.errors import ConfigError, CronError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
 from pysched.timing.cron import Cron
 
-ConfigArg = Annotated[Path, typer.Argument(help="The YAML config file.", show_default=False)]
+ConfigArg = Annotated[
+    Path,
+    typer.Argument(help="The YAML config file.", show_default=False, exists=True, dir_okay=False),
+]
+"""A config file that does not exist is a usage mistake (exit 2), as it is for ``-c``."""
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _load(path: Path, as_json: bool) -> Config:
+def _load(path: Path, as_json: bool, *, summary: bool = False) -> Config:
+    """The config at ``path``; its problems are exit 1, with ``--json`` as ``{"ok": false,
+    "problems"}`` (and with ``summary``, the rest of ``validate``'s keys, unknown: null)."""
     from pysched.config import load_config  # here: the YAML parser is slow to import
 
     try:
         return load_config(path)
     except ConfigError as exc:
         if as_json:
-            print_json({"ok": False, "problems": [problem_json(p) for p in exc.problems]})
+            document: dict[str, Any] = {
+                "ok": False,
+                "problems": [problem_json(p) for p in exc.problems],
+            }
+            if summary:
+                document |= {"warnings": [], "jobs": None, "calendars": None, "pools": None}
+            print_json(document)
             raise typer.Exit(1) from None
         raise fail(str(exc)) from None
 
@@ -56,9 +68,11 @@ def validate(
     ] = None,
 ) -> None:
     """Check a config: print every problem (exit 1), or a summary with each job's next firing."""
-    loaded = _load(config, as_json)
+    loaded = _load(config, as_json, summary=True)
     start = (
-        parse_instant(after, "--after", loaded.scheduler.timezone) if after else datetime.now(UTC)
+        parse_instant(after, "--after", loaded.scheduler.timezone)
+        if after is not None
+        else datetime.now(UTC)
     )
     jobs: list[dict[str, Any]] = []
     for name, job in loaded.jobs.items():
@@ -114,13 +128,19 @@ def _window(on: str | None, start: str | None, end: str | None, today: date) -> 
     if on is not None:
         day = parse_date(on, "--date")
         return day, day
-    first = parse_date(start, "--from") if start else today
-    last = parse_date(end, "--to") if end else first
-    if last < first:
-        raise typer.BadParameter(f"--to {last} is before --from {first}", param_hint="--to")
+    first = parse_date(start, "--from") if start is not None else today
+    last = parse_date(end, "--to") if end is not None else first
+    _check_order(first, last, given_from=start is not None)
     if (last - first).days > 366 * 2:
         raise typer.BadParameter("a window is at most two years", param_hint="--to")
     return first, last
+
+
+def _check_order(first: date, last: date, *, given_from: bool) -> None:
+    """``--to`` must not come before the start: the one given, or the default (today)."""
+    if last < first:
+        start = f"--from {first}" if given_from else f"the default start (today, {first})"
+        raise typer.BadParameter(f"--to {last} is before {start}", param_hint="--to")
 
 
 def forecast_command(
@@ -130,6 +150,8 @@ def forecast_command(
         typer.Argument(
             help="The YAML config file; without it, the running server is asked.",
             show_default=False,
+            exists=True,
+            dir_okay=False,
         ),
     ] = None,
     on: Annotated[str | None, typer.Option("--date", help="One day, YYYY-MM-DD.")] = None,
@@ -181,14 +203,16 @@ def calendar_command(
     if calendar is None:
         known = ", ".join(loaded.calendars) or "none"
         hint = did_you_mean(name, loaded.calendars)
-        raise fail(
+        raise error_exit(
             f"unknown calendar {name!r}{' — ' + hint if hint else ''} (calendars in {config}: "
-            f"{known})"
+            f"{known})",
+            as_json=as_json,
+            code="not_found",
+            field="NAME",
         )
-    first = parse_date(start, "--from") if start else datetime.now(UTC).date()
-    last = parse_date(end, "--to") if end else first + timedelta(days=30)
-    if last < first:
-        raise typer.BadParameter(f"--to {last} is before --from {first}", param_hint="--to")
+    first = parse_date(start, "--from") if start is not None else datetime.now(UTC).date()
+    last = parse_date(end, "--to") if end is not None else first + timedelta(days=30)
+    _check_order(first, last, given_from=start is not None)
     if (last - first).days > 366 * 10:
         raise typer.BadParameter("a window is at most ten years", param_hint="--to")
     days: list[dict[str, Any]] = []
@@ -242,7 +266,7 @@ def cron_next(
 ) -> None:
     """The next firings of a cron expression in a time zone (DST rule applied)."""
     zone: ZoneInfo = parse_zone(tz, "--tz")
-    start = parse_instant(after, "--after", zone) if after else datetime.now(UTC)
+    start = parse_instant(after, "--after", zone) if after is not None else datetime.now(UTC)
     try:
         cron = Cron.parse(expression)
         firings: list[datetime] = []

@@ -2,7 +2,8 @@
 
 The API speaks ISO instants in UTC (or with an offset) and seconds as floats; an operator at a
 terminal wants "02:00:03 in my zone" and "12s / typ 10s". These functions take the API's JSON
-views (``run`` and ``attempt`` of the contract) and return text, nothing else.
+views (``run`` and ``attempt`` of the contract) and return text, nothing else. Every value
+taken from the JSON is ``clean``: others wrote reasons, ``why`` texts and messages.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pysched.cli.output import style
+from pysched.cli.output import clean, style
 from pysched.engine.runs import FINISHED as _FINISHED
 
 STATE_COLOURS: dict[str, str] = {
@@ -38,8 +39,8 @@ def local_time(iso: str | None) -> str:
         return ""
     try:
         instant = datetime.fromisoformat(iso)
-    except ValueError:
-        return iso
+    except (ValueError, TypeError):
+        return clean(iso)
     return instant.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
@@ -78,15 +79,15 @@ def duration_cell(run: dict[str, Any]) -> str:
 
 
 def paint_state(state: str, padded: str | None = None) -> str:
-    """``padded`` (default ``state``) in the state's colour, when colour is on."""
-    return style(padded if padded is not None else state, STATE_COLOURS.get(state))
+    """``padded`` (default ``state``, ``clean``) in the state's colour, when colour is on."""
+    return style(padded if padded is not None else clean(state), STATE_COLOURS.get(state))
 
 
 def run_line(run: dict[str, Any]) -> str:
     """One line for a run an action returned: its id and state (and why, if there is one)."""
-    line = f"{run.get('run_id', '?')}  {paint_state(str(run.get('state', '?')))}"
+    line = f"{clean(run.get('run_id', '?'))}  {paint_state(str(run.get('state', '?')))}"
     reason = run.get("reason")
-    return f"{line}  {reason}" if reason else line
+    return f"{line}  {clean(reason)}" if reason else line
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:
@@ -102,10 +103,10 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
 def data_summary(data: Any) -> str:
     """The scalar fields of an event's ``data`` as ``key=value`` pairs, for one line."""
     if not isinstance(data, dict):
-        return "" if data is None else str(data)
+        return clean(data)
     fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
     return " ".join(
-        f"{key}={value}"
+        f"{clean(key)}={clean(value)}"
         for key, value in fields.items()
         if isinstance(value, str | int | float | bool) and value != ""
     )
@@ -115,37 +116,37 @@ def event_line(event: dict[str, Any]) -> str:
     """One line for an API event (``{"id", "at", "kind", "data"}``): time, kind, then what
     happened in words — ``extract.2026-10-16.1  running (was queued)``, ``attempt 2 failed
     (exit 1)``, ``hold load.2026-10-16.1 by ann — vendor late``."""
-    kind = str(event.get("kind") or "")
+    kind = clean(event.get("kind") or "")
     raw: Any = event.get("data")
     data: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
-    run_id = str(data.pop("run_id", "") or "")
+    run_id = clean(data.pop("run_id", "") or "")
     if run_id:
         data.pop("job", None)  # the run id names it
     words: list[str] = []
     if kind == "action":
-        why = data.pop("why", "")
+        why = clean(data.pop("why", ""))
         words.append(
-            f"{data.pop('action', '?')} {data.pop('target', '')} by {data.pop('by', '?')}"
-            + (f" — {why}" if why else "")
+            f"{clean(data.pop('action', '?'))} {clean(data.pop('target', ''))} by "
+            f"{clean(data.pop('by', '?'))}" + (f" — {why}" if why else "")
         )
         data.pop("id", None)
         data.pop("at", None)
     elif kind in ("attempt_started", "attempt_ended") and run_id:
         data.pop("state", None)
         data.pop("reason", None)
-        number = data.pop("attempt", "?")
+        number = clean(data.pop("attempt", "?"))
         if kind == "attempt_started":
             words.append(f"{run_id}  attempt {number} started")
         else:
             outcome = str(data.pop("outcome", "") or "ended")
             exit_code = data.pop("exit_code", None)
             ended = f"{run_id}  attempt {number} {paint_state(outcome)}"
-            words.append(ended + (f" (exit {exit_code})" if exit_code is not None else ""))
+            words.append(ended + (f" (exit {clean(exit_code)})" if exit_code is not None else ""))
     elif run_id:
         state = str(data.pop("state", "") or "")
-        before = data.pop("before", None)
+        before = clean(data.pop("before", None))
         line = f"{run_id}  {paint_state(state)}" + (f" (was {before})" if before else "")
-        reason = data.pop("reason", "")
+        reason = clean(data.pop("reason", ""))
         words.append(line + (f"  {reason}" if reason else ""))
     rest = data_summary(data) if isinstance(raw, dict) else data_summary(raw)
     if rest:

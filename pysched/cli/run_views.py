@@ -14,7 +14,7 @@ import typer
 
 from pysched.cli.arguments import parse_date
 from pysched.cli.client import api_path, ask, session
-from pysched.cli.output import print_json, print_table
+from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import (
     duration_cell,
     event_line,
@@ -57,9 +57,9 @@ def status(
 ) -> None:
     """A row per run (oldest first): state, attempts, start, duration against the typical."""
     params: dict[str, Any] = {
-        "date": parse_date(on, "--date").isoformat() if on else None,
+        "date": parse_date(on, "--date").isoformat() if on is not None else None,
         "job": job,
-        "state": parse_state(state) if state else None,
+        "state": parse_state(state) if state is not None else None,
         "limit": limit,
     }
     answer = ask(ctx, as_json, "GET", "/api/v1/runs", params=params)
@@ -117,7 +117,9 @@ def show(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> None
     ]
     for name, value in fields:
         if value:
-            typer.echo(f"{name + ':':<15}{value}")
+            # the state is painted already (and paint_state cleans it), the rest is raw
+            text = value if name == "state" else clean(value)
+            typer.echo(f"{name + ':':<15}{text}")
     attempts: list[dict[str, Any]] = run.get("attempts") or []
     typer.echo("")
     if attempts:
@@ -136,10 +138,10 @@ def show(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> None
     if actions:
         typer.echo("\noperator actions:")
         for action in actions:
-            why = f" — {action['why']}" if action.get("why") else ""
+            why = f" — {clean(action['why'])}" if action.get("why") else ""
             typer.echo(
-                f"  {local_time(action.get('at'))}  {action.get('action', '')} by "
-                f"{action.get('by', '?')}{why}"
+                f"  {local_time(action.get('at'))}  {clean(action.get('action', ''))} by "
+                f"{clean(action.get('by', '?'))}{why}"
             )
 
 

@@ -26,6 +26,8 @@ def serve_command(
         typer.Argument(
             help="The YAML config file (default: the global -c / PYSCHED_CONFIG).",
             show_default=False,
+            exists=True,
+            dir_okay=False,
         ),
     ] = None,
     listen: Annotated[

@@ -10,10 +10,24 @@ from typing import Annotated
 
 import typer
 
-from pysched.cli.output import print_json
+from pysched.cli.arguments import text_problem
+from pysched.cli.output import error_exit, print_json
+
+
+def _state_dir(text: str) -> Path:
+    """The state dir as given; an empty one (which a ``Path`` would read as ``.``) or an
+    overlong one is a usage mistake, as for every other argument."""
+    problem = text_problem(text, optional=False)
+    if problem is not None:
+        raise typer.BadParameter(problem)
+    return Path(text)
+
 
 StateDirArg = Annotated[
-    Path, typer.Argument(help="The scheduler's state dir (its journal).", show_default=False)
+    Path,
+    typer.Argument(
+        help="The scheduler's state dir (its journal).", show_default=False, parser=_state_dir
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -33,7 +47,13 @@ def check(state_dir: StateDirArg, as_json: JsonOpt = False) -> None:
     from pysched.store.check import inspect_state_dir
     from pysched.store.layout import segment_name
 
-    report = inspect_state_dir(state_dir)
+    try:
+        report = inspect_state_dir(state_dir)
+    except OSError as exc:  # a name too long, a folder it may not read, ...: as validate says it
+        reason = exc.strerror or str(exc)
+        raise error_exit(
+            f"{state_dir}: cannot read the state dir: {reason}", as_json=as_json
+        ) from None
     if as_json:
         print_json(report.to_json())
         raise typer.Exit(0 if report.ok else 1)

@@ -27,7 +27,7 @@ from pysched.cli.client import (
     find_target,
     report,
 )
-from pysched.cli.output import fail, print_json, print_table
+from pysched.cli.output import clean, error_exit, print_json, print_table
 from pysched.cli.run_display import local_time
 from pysched.config import Config
 from pysched.errors import TokenFileError
@@ -56,7 +56,7 @@ def create(
         chosen = parse_role(role)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--role") from None
-    target = find_target(ctx)
+    target = find_target(ctx, as_json=as_json)
     try:
         client = Client(target)
         try:
@@ -68,7 +68,7 @@ def create(
     except ServerUnreachable as exc:
         if target.config is None:
             raise report(exc, as_json=as_json) from None
-        answer = _create_in_file(target.config, name, chosen)
+        answer = _create_in_file(target.config, name, chosen, as_json=as_json)
         typer.echo(
             f"note: {exc}, so the token was written to {target.config.scheduler.tokens_path}; "
             "a running server picks it up on reload or restart",
@@ -79,11 +79,11 @@ def create(
     if as_json:
         print_json(answer)
     else:
-        typer.echo(str(answer.get("token", "")))
+        typer.echo(clean(answer.get("token", "")))
     typer.echo(SHOWN_ONCE, err=True)
 
 
-def _create_in_file(config: Config, name: str, role: Role) -> dict[str, Any]:
+def _create_in_file(config: Config, name: str, role: Role, *, as_json: bool) -> dict[str, Any]:
     settings = config.scheduler
     try:
         if load_tokens(settings.tokens_path) is None:
@@ -98,7 +98,7 @@ def _create_in_file(config: Config, name: str, role: Role) -> dict[str, Any]:
         tokens, secret = tokens.with_new(name, role)
         save_tokens(settings.tokens_path, tokens)
     except (TokenFileError, ValueError, OSError) as exc:
-        raise fail(f"error: {exc}") from None
+        raise error_exit(str(exc), as_json=as_json) from None
     entry = tokens.get(name)
     assert entry is not None
     return {**entry.public(), "token": secret}
@@ -122,4 +122,4 @@ def revoke(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) -> None:
     answer = ask(ctx, as_json, "DELETE", api_path("/api/v1/tokens", name))
     if answer is None:
         return
-    typer.echo(f"revoked: {answer.get('revoked', name)}")
+    typer.echo(f"revoked: {clean(answer.get('revoked', name))}")

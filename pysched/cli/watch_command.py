@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.client import ApiError, Client, ServerUnreachable, session
+from pysched.cli.output import clean, json_text
 from pysched.cli.run_display import event_line
 from pysched.cli.sse import ServerEvent, read_events
 
@@ -78,7 +79,9 @@ class _Watch:
                     self._api.url, f"{reason}; gave up after {failures - 1} tries"
                 )
             delay = BACKOFF[failures - 1]
-            typer.echo(f"note: event stream lost ({reason}); reconnecting in {delay:g}s", err=True)
+            typer.echo(
+                f"note: event stream lost ({clean(reason)}); reconnecting in {delay:g}s", err=True
+            )
             sleep(delay)
 
     def _show(self, item: ServerEvent) -> None:
@@ -110,6 +113,6 @@ class _Watch:
                     err=True,
                 )
         if self._as_json:
-            typer.echo(json.dumps(event, ensure_ascii=False))
+            typer.echo(json_text(event, indent=None))
             return
         typer.echo(event_line({**event, "kind": kind}))

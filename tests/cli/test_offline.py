@@ -59,12 +59,20 @@ def test_validate_problems_exit_1(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["ok"] is False
     assert {"file", "line", "col", "message", "hint"} <= set(data["problems"][0])
+    # every key validation.md names, as for a good config; what is unknown is null
+    assert set(data) == {"ok", "problems", "warnings", "jobs", "calendars", "pools"}
+    assert (data["jobs"], data["calendars"], data["pools"]) == (None, None, None)
 
 
-def test_validate_missing_file_exit_1(tmp_path: Path) -> None:
-    result = run("validate", str(tmp_path / "nope.yaml"))
-    assert result.exit_code == 1
-    assert "No such file" in result.output
+@pytest.mark.parametrize("command", ["validate", "forecast", "serve"])
+def test_a_missing_config_file_is_a_usage_mistake_as_for_dash_c(
+    tmp_path: Path, command: str
+) -> None:
+    missing = str(tmp_path / "nope.yaml")
+    result = run(command, missing)
+    assert result.exit_code == 2, result.output
+    assert "does not exist" in result.output
+    assert run("-c", missing, "status").exit_code == 2
 
 
 def test_forecast_monday_processes_friday() -> None:

@@ -1,0 +1,145 @@
+"""The rules every command line follows, kept in one place: how a usage mistake is refused.
+
+typer builds each command as a ``TyperCommand`` and each group of commands as a
+``TyperGroup``; the app registers its own with the subclasses here (``cls=Command``,
+``cls=Group``), which add, for every command at once:
+
+- every text value, once parsed, is held to ``arguments.text_problem``: an empty one
+  (``status --date ""``, ``trigger ""``; usually a script's unset variable) or one over
+  ``MAX_TEXT`` characters is exit 2 naming the argument, never read as "not given";
+- a usage mistake in a command given ``--json`` also prints an error document on stdout (code
+  ``usage``, ``field`` naming the argument), like the CLI's other errors;
+- a global option written after the command (``pysched status --url …``), or ``--json``
+  written before it, gets a hint saying where it goes;
+- a flag shows no value in ``--help``: typer's help prints a type after every option, so
+  ``--json <bool>`` read as if it took a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+
+# typer 0.29 carries its own copy of click and exports only BadParameter from it
+from typer._click.core import Context, Parameter
+from typer._click.exceptions import NoSuchOption, UsageError
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from pysched.cli.arguments import text_problem
+from pysched.cli.output import error_document, print_json
+
+
+class Command(TyperCommand):
+    """A command that holds every text value to ``text_problem`` and answers a usage mistake
+    with an error document when given ``--json``."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        # looked for, not parsed: the mistake may come before it (and parsing consumes args)
+        as_json = "--json" in args
+        try:
+            rest = super().parse_args(ctx, args)
+            check_text_values(ctx, self.get_params(ctx))
+        except UsageError as exc:
+            if as_json:
+                print_usage_document(exc)
+            raise
+        return rest
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:  # a BadParameter raised by the command itself
+            if ctx.params.get("as_json"):
+                print_usage_document(exc)
+            raise
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        return without_flag_values(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A group (the app, ``cron``, ``store``, ...) whose options are held to
+    ``text_problem`` and whose usage mistakes say where an option goes."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        try:
+            rest = super().parse_args(ctx, args)
+        except NoSuchOption as exc:
+            if exc.option_name == "--json":
+                command = next((arg for arg in args if arg in self.commands), "COMMAND")
+                add_hint(
+                    exc,
+                    f"--json is an option of each command: write it after the command, like "
+                    f"{' '.join([*_path(ctx), command])} --json",
+                )
+            raise
+        check_text_values(ctx, self.get_params(ctx))
+        return rest
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoSuchOption as exc:
+            globals_ = ctx.find_root().command.params
+            if exc.ctx is not None and any(exc.option_name in p.opts for p in globals_):
+                option = exc.option_name
+                command = " ".join(_path(exc.ctx)[1:])
+                add_hint(
+                    exc,
+                    f"{option} is a global option: write it before the command, like "
+                    f"pysched {option} … {command}",
+                )
+            raise
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        return without_flag_values(super().get_params(ctx))
+
+
+def check_text_values(ctx: Context, params: Sequence[Parameter]) -> None:
+    """Raise ``BadParameter`` for the first text value with a ``text_problem``."""
+    for param in params:
+        value = ctx.params.get(param.name) if param.name else None
+        if not isinstance(value, str) or not isinstance(param, TyperArgument | TyperOption):
+            continue
+        problem = text_problem(value, optional=not isinstance(param, TyperArgument))
+        if problem is not None:
+            raise typer.BadParameter(problem, ctx=ctx, param=param)
+
+
+def print_usage_document(exc: UsageError) -> None:
+    """The error document of a usage mistake, on stdout (the message goes to stderr as
+    typer prints it)."""
+    field: str | None = None
+    if isinstance(exc, typer.BadParameter):
+        field = exc.param_hint if isinstance(exc.param_hint, str) else None
+        if field is None and isinstance(exc.param, TyperOption):
+            field = max(exc.param.opts, key=len)  # --follow, not -f
+        elif field is None and exc.param is not None:
+            field = exc.param.name
+    elif isinstance(exc, NoSuchOption):
+        field = exc.option_name
+    print_json(error_document(exc.format_message(), code="usage", field=field))
+
+
+def add_hint(exc: UsageError, hint: str) -> None:
+    """Append ``hint:`` to the message, once (a nested group passes the error up through
+    its parent)."""
+    if "\nhint: " not in exc.message:
+        exc.message = f"{exc.message}\nhint: {hint}"
+        if isinstance(exc, NoSuchOption):
+            exc.possibilities = None  # click's guesses name options of the wrong command
+
+
+def without_flag_values(params: list[Parameter]) -> list[Parameter]:
+    """``params``, each flag given an empty metavar so the help shows no value after it."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def _path(ctx: Context) -> list[str]:
+    """The command path as the user typed it, starting ``pysched``."""
+    return ["pysched", *ctx.command_path.split()[1:]]
