@@ -988,6 +988,14 @@ class EngineCore:
             outcome, message = AttemptOutcome.KILLED, "stopped before its command started"
         elif work.start_error is not None:
             outcome, message = AttemptOutcome.START_FAILED, work.start_error
+        elif status is not None and status.lost:  # it ran; how it ended is unknown
+            if isinstance(kill_reason, AttemptOutcome):
+                outcome = kill_reason
+            elif kill_reason is RunState.CANCELLED:
+                outcome = AttemptOutcome.KILLED
+            else:
+                outcome = AttemptOutcome.LOST
+            message = status.message
         elif status is not None and status.exit_code is None and status.signal is None:
             # the launcher ran, the command never did (no such program, a bad cwd)
             outcome, message = AttemptOutcome.START_FAILED, status.message

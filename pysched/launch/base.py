@@ -57,6 +57,9 @@ class ExitStatus:
     signal: int | None = None
     ended_at: datetime | None = None
     message: str = ""
+    lost: bool = False
+    """The command ran but the launcher lost sight of how it ended (its minder died under it):
+    neither ``exit_code`` nor ``signal`` is known, and the engine records the attempt ``lost``."""
 
     @property
     def succeeded(self) -> bool:

@@ -113,6 +113,35 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
+@dataclass(frozen=True, slots=True)
+class _Orphan:
+    """A command whose minder ended without a note: it may still run, reparented, with
+    nobody to read its exit status."""
+
+    pid: int
+    start: int
+    pgid: int
+
+    @classmethod
+    def of(cls, marker: Mapping[str, Any] | None) -> _Orphan | None:
+        """The command a marker names, if the minder got as far as starting it (this boot)."""
+        if marker is None or not _this_boot(marker):
+            return None
+        pid, start, pgid = marker.get("pid"), marker.get("pid_start"), marker.get("pgid")
+        if not (isinstance(pid, int) and isinstance(start, int) and isinstance(pgid, int)):
+            return None
+        return cls(pid, start, pgid)
+
+    def lost(self) -> ExitStatus:
+        return ExitStatus(
+            lost=True,
+            message=(
+                f"its minder ended while the command ran (pid {self.pid}); the command was "
+                "watched to its end, but how it ended is unknown"
+            ),
+        )
+
+
 def _status_from_note(note: Mapping[str, Any]) -> ExitStatus:
     ended = note.get("ended_at")
     ended_at = datetime.fromisoformat(ended) if isinstance(ended, str) else None
@@ -183,6 +212,9 @@ class LocalAttempt:
         self._popen = popen  # set when the minder is our own child: it reaps it
         self._pidfd = pidfd
         self._status: ExitStatus | None = None
+        self._orphan: _Orphan | None = None
+        """Set once the minder has ended without a note while its command may run on: then
+        ``wait`` and ``kill`` deal with the command itself."""
 
     @classmethod
     def watching(cls, paths: _Paths, pid: int, start: int | None) -> LocalAttempt:
@@ -201,6 +233,26 @@ class LocalAttempt:
         attempt._status = status
         return attempt
 
+    @classmethod
+    def orphaned(cls, paths: _Paths, orphan: _Orphan) -> LocalAttempt:
+        """A handle on a command whose minder is gone (found so by ``recover``)."""
+        attempt = cls(paths=paths, pid=0, start=None, popen=None, pidfd=None)
+        attempt._watch_orphan(orphan)
+        return attempt
+
+    def _watch_orphan(self, orphan: _Orphan) -> None:
+        self._orphan = orphan
+        self._pidfd = _open_pidfd(orphan.pid)
+        if self._pidfd is not None and not _alive(orphan.pid, orphan.start):
+            self._pidfd.close()  # already over (its pid may be reused): nothing to wait for
+            self._pidfd = None
+        log.warning(
+            "the minder of %s ended without a note while its command (pid %d) ran; "
+            "watching the command to its end",
+            self._paths.note.name.removesuffix(".note.json"),
+            orphan.pid,
+        )
+
     @property
     def info(self) -> Mapping[str, Any]:
         return {
@@ -211,6 +263,9 @@ class LocalAttempt:
         }
 
     def _ended(self) -> bool:
+        """Whether what this handle watches has ended: the minder, or its orphaned command."""
+        if self._orphan is not None:
+            return not _alive(self._orphan.pid, self._orphan.start)
         if self._popen is not None:
             return self._popen.poll() is not None
         if self._start is None:
@@ -218,29 +273,48 @@ class LocalAttempt:
         return not _alive(self._pid, self._start)
 
     async def wait(self) -> ExitStatus:
-        """Wait for the minder to end, then report the note it wrote."""
+        """Wait for the minder to end, then report the note it wrote.
+
+        A minder that ended without a note after starting its command (killed, say) leaves
+        the command running on its own: then this waits for the command itself, so a retry
+        never runs beside it, and reports it ``lost`` (nobody can read its exit status).
+        """
         if self._status is not None:
             await trio.lowlevel.checkpoint()
             return self._status
-        if self._pidfd is not None:
-            await trio.lowlevel.wait_readable(self._pidfd.fileno())
+        if self._orphan is None:
+            await self._until_ended()
+            # Past this point the minder has ended: finish without giving cancellation a say.
+            found: ExitStatus | _Orphan | None = None
+            with trio.CancelScope(shield=True):
+                found = await trio.to_thread.run_sync(self._finish)
+            assert found is not None
+            if isinstance(found, ExitStatus):
+                self._status = found
+                return found
+            if self._orphan is None:  # a kill may have found it first
+                self._watch_orphan(found)
+        await self._until_ended()
+        assert self._orphan is not None
+        self._status = self._orphan.lost()
+        return self._status
+
+    async def _until_ended(self) -> None:
+        """Wait until what this handle watches has ended (``_ended``)."""
+        pidfd = self._pidfd
+        if pidfd is not None:
+            await trio.lowlevel.wait_readable(pidfd.fileno())
+            if self._pidfd is pidfd:  # (a kill may have put the orphan's in its place)
+                self._pidfd = None
+            trio.lowlevel.notify_closing(pidfd.fileno())
+            pidfd.close()
         else:
             while not self._ended():
                 await trio.sleep(_POLL)
-        if self._pidfd is not None:
-            pidfd, self._pidfd = self._pidfd, None
-            trio.lowlevel.notify_closing(pidfd.fileno())
-            pidfd.close()
-        # Past this point the minder has ended: finish without giving cancellation a say.
-        status: ExitStatus | None = None
-        with trio.CancelScope(shield=True):
-            status = await trio.to_thread.run_sync(self._finish)
-        assert status is not None
-        self._status = status
-        return status
 
-    def _finish(self) -> ExitStatus:
-        """Reap the minder (if ours) and read its note. Runs in a worker thread."""
+    def _finish(self) -> ExitStatus | _Orphan:
+        """Reap the minder (if ours) and read its note; with no note, the command it had
+        started, if it got that far. Runs in a worker thread."""
         if self._popen is not None:
             self._popen.wait()
         else:
@@ -248,9 +322,18 @@ class LocalAttempt:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self._pid, os.WNOHANG)
         note = _read_json(self._paths.note)
-        if note is None:
-            return ExitStatus(message="the minder ended without writing a note")
-        return _status_from_note(note)
+        if note is not None:
+            return _status_from_note(note)
+        return self._orphan_left() or ExitStatus(message="the minder ended without writing a note")
+
+    def _orphan_left(self) -> _Orphan | None:
+        """The command an ended minder left running without a note (or left ended, unread);
+        None when it wrote its note or never started it. Reads files: use a worker thread."""
+        if self._popen is not None:
+            self._popen.poll()  # reap it, if it is our child (a kill may come before ``wait``)
+        if self._paths.note.exists():
+            return None
+        return _Orphan.of(_read_json(self._paths.spawned))
 
     async def _pgid(self) -> int | None:
         """The command's process group, from the marker; waits a little for a fresh minder."""
@@ -264,6 +347,22 @@ class LocalAttempt:
                 await trio.sleep(0.01)
         return None
 
+    async def _group_to_signal(self) -> int | None:
+        """The command's process group while it runs: under its minder (from the marker), or
+        on its own once the minder has ended without a note; None when there is none."""
+        if self._orphan is None and not self._ended():
+            pgid = await self._pgid()
+            if pgid is not None and not self._ended():
+                return pgid
+        if self._orphan is None:  # the minder has ended (maybe just now)
+            found = await trio.to_thread.run_sync(self._orphan_left)
+            if found is None or self._status is not None:
+                return None
+            if self._orphan is None:  # ``wait`` may have found it meanwhile
+                self._watch_orphan(found)
+        assert self._orphan is not None
+        return None if self._ended() else self._orphan.pgid
+
     async def kill(self, grace: timedelta) -> None:
         """SIGTERM the command's process group; SIGKILL what is left of the group after
         ``grace``.
@@ -273,11 +372,11 @@ class LocalAttempt:
         the shell dies of SIGTERM, a script that ignores it carries on): the attempt has ended
         then, but the grace runs on for the group, and SIGKILL reaches what is left.
         """
-        if self._status is not None or self._ended():
+        if self._status is not None:
             await trio.lowlevel.checkpoint()
             return
-        pgid = await self._pgid()
-        if pgid is None or self._ended():
+        pgid = await self._group_to_signal()
+        if pgid is None:
             return  # the command never started, or the attempt is over: nothing to signal
         if not _signal_group(pgid, signal.SIGTERM):
             return
@@ -515,6 +614,9 @@ class LocalLauncher:
             return _status_from_note(note)
         if not await trio.to_thread.run_sync(derived.spawned.exists):
             return NOT_STARTED  # nothing was ever spawned: safe to start it, once
+        orphan = _Orphan.of(started)
+        if orphan is not None and _alive(orphan.pid, orphan.start):
+            return LocalAttempt.orphaned(derived, orphan)  # its minder died under it
         if started is None:
             # spawned, but its minder has not said what it started: it may still be starting
             # up (a restart can be quick); give it a moment before calling it lost

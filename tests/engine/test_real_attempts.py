@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import textwrap
 from datetime import timedelta
@@ -127,3 +129,46 @@ async def test_a_second_kill_or_cancel_changes_nothing_and_a_cancel_goes_further
         await engine.kill(run.run_id, by="ann")
         await wait_for(lambda: run.state.finished, seconds=15)
         assert (run.state, run.reason) == (RunState.CANCELLED, "cancelled by bob: not today")
+
+
+async def test_a_minder_killed_under_its_command_is_lost_and_the_retry_waits(
+    tmp_path: Path,
+) -> None:
+    # the minder dies (an OOM killer, a stray kill -9) while its command runs on: the attempt
+    # is lost, not "could not start", and the retry never runs beside the orphaned command
+    side = tmp_path / "side.txt"
+    (tmp_path / "pysched.yaml").write_text(
+        textwrap.dedent(
+            f"""
+            scheduler: {{state_dir: state, log_dir: logs}}
+            jobs:
+              m:
+                schedule: "0 3 1 1 *"
+                retries: {{count: 1, backoff: {{initial: 1s}}}}
+                command: >-
+                  echo start $PYSCHED_ATTEMPT >> {side}; sleep 1.5;
+                  echo end $PYSCHED_ATTEMPT >> {side}
+            """
+        )
+    )
+    config = load_config(tmp_path / "pysched.yaml")
+    launcher = LocalLauncher(config.scheduler.log_dir)
+    async with open_engine(
+        config,
+        Store.open(config.scheduler.state_dir, sync=True),
+        clock=RealClock(),
+        launcher=launcher,
+    ) as engine:
+        run = await engine.trigger("m", by="test")
+        await wait_for(lambda: run.attempts and run.attempts[0].info)
+        marker = next(config.scheduler.log_dir.rglob("*.1.spawned"))
+        await wait_for(lambda: marker.stat().st_size > 0)
+        os.kill(json.loads(marker.read_text())["minder_pid"], signal.SIGKILL)
+        await wait_for(lambda: engine.book.get(run.run_id).state.finished)
+        done = engine.book.get(run.run_id)
+    assert side.read_text().split("\n")[:4] == ["start 1", "end 1", "start 2", "end 2"]
+    first, second = done.attempts
+    assert first.outcome is AttemptOutcome.LOST
+    assert "its minder ended while the command ran" in first.message
+    assert second.outcome is AttemptOutcome.SUCCEEDED
+    assert done.state is RunState.SUCCEEDED

@@ -311,3 +311,63 @@ async def test_a_minder_of_another_boot_is_not_taken_for_a_live_one(launcher, tm
         assert isinstance(await launcher.recover(spec, mine), LocalAttempt)  # as said: adopted
         marker.write_text(json.dumps({**mine, "pid": os.getpid(), "pgid": os.getpid()}))
         assert isinstance(await launcher.recover(spec, {}), LocalAttempt)
+
+
+# -- a minder that dies under its command -------------------------------------------------
+
+
+async def _kill_minder_once_started(launcher: LocalLauncher, spec: AttemptSpec) -> dict:
+    """SIGKILL the attempt's minder once it has said what it started; the marker's content."""
+    marker = _Paths.of(launcher.log_dir, spec).spawned
+    with trio.fail_after(5):
+        while not marker.exists() or not marker.stat().st_size:
+            await trio.sleep(0.01)
+    started = json.loads(marker.read_text())
+    os.kill(started["minder_pid"], signal.SIGKILL)
+    return started
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+async def test_a_command_outliving_its_minder_is_waited_for_and_lost(launcher, tmp_path):
+    done = tmp_path / "done"
+    spec = make_spec(f"sleep 1; echo ok > {done}")
+    handle = await launcher.start(spec)
+    started = await _kill_minder_once_started(launcher, spec)
+    with trio.fail_after(10):
+        status = await handle.wait()
+    # not "could not start", and not over before the command is: a retry never runs beside it
+    assert done.exists()
+    assert status.lost and (status.exit_code, status.signal) == (None, None)
+    assert f"pid {started['pid']}" in status.message and "unknown" in status.message
+
+
+async def test_a_kill_reaches_a_command_whose_minder_died(launcher):
+    spec = make_spec("sleep 30")
+    handle = await launcher.start(spec)
+    started = await _kill_minder_once_started(launcher, spec)
+    with trio.fail_after(10):
+        await handle.kill(timedelta(seconds=2))
+        status = await handle.wait()
+    assert status.lost
+    assert not _pid_alive(started["pid"])
+
+
+async def test_recover_watches_a_command_whose_minder_died(launcher, tmp_path):
+    done = tmp_path / "done"
+    spec = make_spec(f"sleep 1; echo ok > {done}")
+    handle = await launcher.start(spec)
+    with trio.move_on_after(0.05):
+        await handle.wait()  # the scheduler stops watching (it is being restarted)
+    await _kill_minder_once_started(launcher, spec)
+    found = await LocalLauncher(tmp_path / "logs").recover(spec, dict(handle.info))
+    assert isinstance(found, LocalAttempt)  # not None ("vanished"): it still runs
+    with trio.fail_after(10):
+        status = await found.wait()
+    assert done.exists() and status.lost
