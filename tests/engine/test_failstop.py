@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from datetime import timedelta
 
 import pytest
@@ -9,6 +10,7 @@ import trio
 
 from pysched.engine import RunState
 from pysched.errors import EngineStopped, StoreError
+from pysched.store import MemoryStore
 from tests.engine.harness import Harness, config_from
 
 CONFIG = """
@@ -75,3 +77,26 @@ async def test_fail_stop_reverts_actions_and_holds(autojump_clock: trio.testing.
             await engine.hold_job("a", by="ann")
         assert engine.actions_for("a") == []
         assert engine.error is not None
+
+
+async def test_a_failed_snapshot_stops_the_engine_at_once(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the snapshot's failure stops the store; the engine must not go on "ready" until its next
+    # commit, which on a quiet schedule may be hours away
+    store = MemoryStore()
+    h = Harness(config_from(CONFIG), store=store, durations={"a": timedelta(hours=5)})
+
+    async def failing(*_: object) -> None:
+        raise store._fail("cannot write the snapshot", OSError(errno.EIO, "I/O error"))
+
+    monkeypatch.setattr(store, "write_snapshot", failing)
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)  # a runs until 06:00; b fires at 02:00
+        assert engine.error is None
+        monkeypatch.setattr(store, "_snapshot_bytes", 1)  # the journal is now "big"
+        await engine.call(lambda: None)  # a pass that writes nothing: then the snapshot
+        with trio.fail_after(60):  # virtual seconds: nothing else happens before 02:00
+            error = await engine.wait_failed()
+        assert "cannot write the snapshot" in str(error)
+        assert engine.book.find("b.2026-10-19.1") is None
