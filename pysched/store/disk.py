@@ -2,7 +2,8 @@
 
 ``Disk`` gathers every call that changes a journal file after open, so a test can swap in one
 that fails a write with ENOSPC, fails an fsync with EIO, or stops between two snapshot steps as
-a crash would (``Disk.step``). ``StateLock`` is an exclusive ``flock`` on ``state_dir/lock``.
+a crash would (``Disk.step``). ``StateLock`` is an exclusive ``flock`` on the state dir and
+on ``state_dir/lock``.
 """
 
 from __future__ import annotations
@@ -54,39 +55,48 @@ class Disk:
 
 
 class StateLock:
-    """An exclusive ``flock`` on ``state_dir/lock``, which holds the owner's pid.
+    """Exclusive ``flock`` locks on the state dir itself and on ``state_dir/lock``, which holds
+    the owner's pid.
 
     ``flock`` locks belong to an open file, so a second ``acquire`` fails even in the same
     process, and the kernel drops the lock when the owner dies: a crash never leaves it stale.
+    The dir's own lock is the one that matters: the lock file can be deleted (and a new one
+    locked by a second scheduler) while its owner runs, the dir cannot while it holds the
+    journal. The file's lock stays for older versions, which take only that one.
     """
 
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
+    def __init__(self, dir_fd: int, fd: int) -> None:
+        self._fds: tuple[int, int] | None = (dir_fd, fd)
 
     @classmethod
     def acquire(cls, state_dir: Path) -> StateLock:
         """Take the lock at once or raise ``StoreError`` naming the holder's pid."""
         path = state_dir / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, STATE_FILE_MODE)
+        dir_fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd: int | None = None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise StoreError(
-                f"state dir {state_dir} is in use by another pysched (pid {holder})"
-            ) from None
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, STATE_FILE_MODE)
+            for each in (dir_fd, fd):
+                try:
+                    fcntl.flock(each, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                    raise StoreError(
+                        f"state dir {state_dir} is in use by another pysched (pid {holder})"
+                    ) from None
         except BaseException:
-            os.close(fd)
+            for each in (fd, dir_fd):
+                if each is not None:
+                    os.close(each)
             raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return cls(fd)
+        return cls(dir_fd, fd)
 
     def release(self) -> None:
         """Drop the lock; idempotent. The pid stays in the file (it names the last owner)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
+        fds, self._fds = self._fds, None
+        for fd in fds or ():
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)

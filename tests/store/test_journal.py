@@ -383,6 +383,16 @@ def test_a_second_open_fails_naming_the_pid(tmp_path: Path) -> None:
     Store.open(tmp_path).close()
 
 
+def test_a_deleted_lock_file_does_not_let_a_second_scheduler_in(tmp_path: Path) -> None:
+    # someone tidies the state dir while pysched runs: the dir itself is locked too
+    store = Store.open(tmp_path)
+    (tmp_path / "lock").unlink()
+    with pytest.raises(StoreError, match="in use by another pysched"):
+        Store.open(tmp_path)
+    store.close()
+    Store.open(tmp_path).close()
+
+
 def test_the_lock_held_by_another_process(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [
