@@ -46,7 +46,8 @@ _HOST_BOOT = f"import sys;sys.path.insert(0,{str(HOST.parent)!r});import host;sy
 
 
 class HostGone(OSError):
-    """The minder host ended before answering: its minder may or may not have been forked."""
+    """The minder host ended before answering (its minder may or may not have been forked), or
+    before it was ready (nothing was asked of it yet)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -286,7 +287,8 @@ class MinderHost:
             if not data:
                 link.gone = True
                 await self._reap(link)
-                raise OSError(
+                # HostGone: nothing was asked of it yet, so a new host may be tried at once
+                raise HostGone(
                     f"the minder host did not start ({self.python} exited with "
                     f"{link.process.returncode})"
                 )

@@ -525,10 +525,12 @@ class LocalLauncher:
     ) -> LocalAttempt:
         """Have the minder host fork the minder; if the host dies meanwhile, find out from the
         attempt's files whether it did, as recovery would."""
+        gone: HostGone | None = None
         for _ in range(_HOST_TRIES):
             try:
                 pid, start = await host.spawn(job, paths.spawned.absolute())
-            except HostGone:
+            except HostGone as exc:
+                gone = exc
                 found = await self.recover(spec, {})
                 if isinstance(found, NotStarted):
                     continue  # no marker: it never got that far; ask a new host
@@ -538,7 +540,7 @@ class LocalLauncher:
                     found = ExitStatus(message="the minder host died while starting the minder")
                 return LocalAttempt.ended(paths, found)
             return LocalAttempt.watching(paths, pid, start)
-        raise OSError(f"the minder host kept dying while starting {spec.run_id}")
+        raise OSError(f"the minder host kept dying while starting {spec.run_id} (last: {gone})")
 
     async def _drain(self) -> None:
         """Spawn queued minders in one worker thread at a time until the queue is empty."""

@@ -107,6 +107,23 @@ async def test_a_host_that_cannot_start_fails_the_start(tmp_path):
     assert not _Paths.of(launcher.log_dir, make_spec("exit 0")).spawned.exists()
 
 
+async def test_a_host_killed_while_starting_is_replaced(launcher, monkeypatch, tmp_path):
+    # killed before it said "ready" (nothing asked of it yet): a new host is started at once,
+    # and the attempt starts, rather than failing as "could not start"
+    from pysched.launch import host_link
+
+    flag = tmp_path / "killed-once"
+    boot = (
+        f"import os,pathlib,signal;f=pathlib.Path({str(flag)!r})\n"
+        "if not f.exists(): f.touch(); os.kill(os.getpid(), signal.SIGKILL)\n"
+        + host_link._HOST_BOOT
+    )
+    monkeypatch.setattr(host_link, "_HOST_BOOT", boot)
+    handle = await launcher.start(make_spec("echo once"))
+    assert flag.exists()
+    assert (await handle.wait()).exit_code == 0
+
+
 async def test_host_gone_before_forking_is_asked_again(launcher, monkeypatch):
     # The host died before it touched the marker: nothing exists, so a new host is asked.
     real = MinderHost.spawn
