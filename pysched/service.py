@@ -52,6 +52,9 @@ RELOAD_SIGNALS = (signal.SIGHUP,)
 SHUTDOWN_GRACE = 10.0
 """The most a stop waits for the web server to finish: hypercorn itself gives requests in
 flight ``GRACEFUL_SECONDS`` (5 s) of it, and closes idle connections at once."""
+FAILED_GRACE = 2.0
+"""After a fail-stop, the most the web server is given to answer the requests in flight (503s,
+quickly) before the service exits."""
 
 
 class Notifier(Protocol):
@@ -175,6 +178,11 @@ async def serve(
                         nonlocal result
                         error = await engine.wait_failed()
                         result = ServeResult(code=1, reason=f"the journal failed: {error}")
+                        if web is not None:
+                            # the requests in flight (the one whose change failed among them)
+                            # get their answer, 503 by now, before the server goes
+                            with trio.move_on_after(FAILED_GRACE):
+                                await web.stop()
                         nursery.cancel_scope.cancel()
 
                     nursery.start_soon(on_failure)

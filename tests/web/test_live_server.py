@@ -3,6 +3,7 @@ signals for reload and stop, and systemd's notify messages on a real datagram so
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from pysched.config.model import Listen
 from pysched.engine import RunState
 from pysched.launch.local import LocalLauncher
 from pysched.service import Serving, serve
+from pysched.store.disk import Disk
 from pysched.systemd import SystemdNotifier
 
 CONFIG = """
@@ -134,6 +136,25 @@ async def test_the_api_over_http_with_an_event_stream_and_a_quick_stop(tmp_path:
                 async for _ in stream.aiter_lines():
                     pass
     assert trio.current_time() - started < 3
+
+
+class _FullDisk(Disk):
+    def write(self, fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+async def test_the_request_whose_commit_fails_is_answered_503(tmp_path: Path) -> None:
+    # the journal fails under a trigger: the engine fail-stops and serve exits, but the
+    # request that met the failure still gets its answer before the server goes
+    stopped = trio.Event()
+    async with live(tmp_path, stopped=stopped) as (serving, client, _):
+        serving.engine._store._disk = _FullDisk()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+        response = await client.post("/api/v1/jobs/hello/trigger", json={})
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "unavailable"
+        with trio.fail_after(10):
+            await stopped.wait()
+    assert serving.engine.error is not None
 
 
 async def test_an_idle_keep_alive_connection_does_not_hold_a_stop(tmp_path: Path) -> None:
