@@ -23,6 +23,8 @@ from pysched.timing.durations import parse_duration
 E = TypeVar("E", bound=enum.Enum)
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+MAX_NAME = 200
+"""Characters in a job, pool or calendar name."""
 """Names of jobs, pools and calendars: they form run ids ``<job>.<run_date>.<n>``."""
 
 
@@ -192,6 +194,14 @@ class FieldReader:
                 node.place,
                 f"bad {what} name {name!r}",
                 "use letters, digits, '_' and '-', starting with a letter or digit",
+            )
+            return None
+        if len(name) > MAX_NAME:
+            self.report(
+                node.place,
+                f"{what} name {name[:20]}… is {len(name)} characters long",
+                f"use at most {MAX_NAME} (a job's name is part of its log files' names, which "
+                "the file system limits to 255 bytes)",
             )
             return None
         return name

@@ -329,6 +329,11 @@ CASES = [
         id="bad_job_name",
     ),
     pytest.param(
+        f"jobs:\n  {'j' * 201}:\n    command: x\n    schedule: '@daily'\n",
+        f"pysched.yaml:2:3: job name {'j' * 20}… is 201 characters long — use at most 200",
+        id="job_name_too_long",
+    ),
+    pytest.param(
         "jobs:\n  a:\n    command: x\n    schedule: '@daily'\n    retries: many\n",
         "pysched.yaml:5:14: retries must be a whole number, not text",
         id="wrong_type",

@@ -115,7 +115,10 @@ def test_any_value_round_trips_in_every_safe_spot(
 ) -> None:
     command, printed = which
     where = tmp_path_factory.mktemp("sh")
-    assert run_sh(Template.parse(command), value, where) == printed.replace("{V}", value)
+    expected = printed.replace("{V}", value)
+    if '"${X}")' in command:  # the value inside $(...): the shell drops trailing newlines
+        expected = expected.rstrip("\n")
+    assert run_sh(Template.parse(command), value, where) == expected
     assert list(where.iterdir()) == []
 
 
