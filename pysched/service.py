@@ -193,7 +193,8 @@ async def serve(
                             nursery.start_soon(_reload, reloader, name)
                             continue
                         log.info("%s: stopping (running attempts stay with their minders)", name)
-                        result = ServeResult(code=0, reason=f"stopped by {name}")
+                        if engine.error is None:  # a fail-stop in its grace stays a failure
+                            result = ServeResult(code=0, reason=f"stopped by {name}")
                         break
                     reloader.stop()  # no reload from here on (nor a READY=1 after STOPPING=1)
                     notifier.stopping(status="stopping; running attempts stay with their minders")

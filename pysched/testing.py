@@ -57,6 +57,7 @@ class _FakeProcess:
         self.ended = trio.Event()
         """Set when it ends or is killed (by ``_EndTimer`` or ``kill``), in the current run."""
         self.pid = 0
+        self.waiters = 0
 
     @property
     def info(self) -> Mapping[str, Any]:
@@ -73,7 +74,13 @@ class _FakeProcess:
     async def wait(self) -> ExitStatus:
         if self.status() is None:
             self._timer.watch(self)
-            await self.ended.wait()
+            self.waiters += 1
+            try:
+                await self.ended.wait()
+            finally:
+                self.waiters -= 1
+                if not self.waiters and not self.ended.is_set():
+                    self._timer.dropped(self)  # no one waits now: its end is no deadline
         else:
             await trio.lowlevel.checkpoint()
         status = self.status()
@@ -84,7 +91,7 @@ class _FakeProcess:
         if self.status() is None:
             self.killed_at = self._clock.now()
             self.ended.set()
-            self._timer.killed(self)
+            self._timer.dropped(self)
         await trio.lowlevel.checkpoint()
 
 
@@ -119,16 +126,17 @@ class _EndTimer:
         else:
             self._more.set()
 
-    def killed(self, process: _FakeProcess) -> None:
-        """A killed process no longer ends later: if the timer sleeps until its end, it
-        sleeps again, until the next (so virtual time never stops where nothing happens)."""
+    def dropped(self, process: _FakeProcess) -> None:
+        """A process killed, or no longer waited on (its waiter cancelled: an engine
+        stopped), needs no waking: if the timer sleeps until its end, it sleeps again, until
+        the next, so an autojump clock never jumps to an end nobody waits for."""
         if self._asleep is not None and self._due and self._due[0][2] is process:
             self._asleep.cancel()
 
     async def _wake_ends(self) -> None:
         while True:
             due = self._due
-            while due and due[0][2].killed_at is not None:
+            while due and (due[0][2].killed_at is not None or not due[0][2].waiters):
                 heapq.heappop(due)
             if not due:
                 self._more = trio.Event()

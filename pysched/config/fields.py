@@ -23,9 +23,9 @@ from pysched.timing.durations import parse_duration
 E = TypeVar("E", bound=enum.Enum)
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+"""Names of jobs, pools and calendars: they form run ids ``<job>.<run_date>.<n>``."""
 MAX_NAME = 200
 """Characters in a job, pool or calendar name."""
-"""Names of jobs, pools and calendars: they form run ids ``<job>.<run_date>.<n>``."""
 
 
 class FieldReader:

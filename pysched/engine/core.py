@@ -450,6 +450,9 @@ class EngineCore:
     async def _commit(self) -> bool:
         """Journal every run changed in this pass and the other records; False on fail-stop."""
         if not self._dirty and not self._records:
+            if self._store.failed is not None:  # (a snapshot's failure) nothing more is written
+                self._fail_stop(self._store.failed)
+                return False
             return True
         changed = [run for run_id in self._dirty if (run := self.book.find(run_id)) is not None]
         written: list[dict[str, Any]] = []
@@ -583,9 +586,14 @@ class EngineCore:
 
     def _publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> None:
         """Publish an event once this pass is committed, in the order asked. Events asked
-        one after another share one effect (up to ``SLICE`` of them): readers wake once."""
+        one after another share one effect (up to ``WORK_SLICE`` of them, so the loop still yields
+        every ``SLICE`` effects within a few milliseconds): readers wake once per effect."""
         due = self._events_due
-        if len(due) >= SLICE or not self._effects or self._effects[-1] is not self._events_effect:
+        if (
+            len(due) >= WORK_SLICE
+            or not self._effects
+            or self._effects[-1] is not self._events_effect
+        ):
             due = self._events_due = []
             self._events_effect = partial(self.events.publish_all, due)
             self._effects.append(self._events_effect)

@@ -79,9 +79,11 @@ def encode_data(data: Mapping[str, Any]) -> bytes:
         if orjson.loads(encoded) == plain:
             return encoded
     try:
-        return _dumps(plain).encode()
+        encoded = _dumps(plain).encode()
+        orjson.loads(encoded)  # what the readers use: a line they refuse is never written
     except (TypeError, ValueError) as exc:
         raise ValueError(f"record data is not JSON-able: {exc}") from None
+    return encoded
 
 
 def check_type(kind: str) -> None:

@@ -105,3 +105,25 @@ def test_a_process_outlives_the_trio_run_that_started_it() -> None:
 
     trio.run(first, clock=trio.testing.MockClock(autojump_threshold=0))
     trio.run(second, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_waiter_cancelled_leaves_no_stop_behind() -> None:
+    # an engine stops (its waiters are cancelled): the process runs on, but nobody waits for
+    # its end, so virtual time must not jump there
+    mock = trio.testing.MockClock()
+
+    async def main() -> None:
+        clock = FakeClock(START)
+        launcher = _launcher(clock, job=50)
+        handle = await launcher.start(_spec("job"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handle.wait)
+            await trio.testing.wait_all_tasks_blocked()
+            assert trio.lowlevel.current_statistics().seconds_to_next_deadline == 50
+            nursery.cancel_scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.lowlevel.current_statistics().seconds_to_next_deadline == float("inf")
+        mock.jump(50)
+        assert (await handle.wait()).exit_code == 0  # it ended all the same
+
+    trio.run(main, clock=mock)
