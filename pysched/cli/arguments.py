@@ -24,8 +24,8 @@ MAX_TEXT = 4096
 """The most characters an argument or option may have. Most go into a URL (a job's name, a run
 id, a filter), which httpx caps at 64 KiB and the server at 16 KiB for the whole request head
 (hypercorn's ``h11_max_incomplete_size``). Names in a config are at most 200 characters
-(``pysched.config.fields.MAX_NAME``); 4,096 passes any of them, and refuses a pasted file or a runaway ``$(...)`` with a
-message instead of a traceback."""
+(``pysched.config.fields.MAX_NAME``); 4,096 passes any of them, and refuses a pasted file or
+a runaway ``$(...)`` with a message instead of a traceback."""
 
 MAX_TOKEN = 1024
 """The longest token sent. The server's tokens are 51 characters (``pysched_`` and 43
