@@ -1273,13 +1273,13 @@ class EngineCore:
             for action_id in [a for a, d in self._actions.items() if d.get("target") in gone_ids]:
                 del self._actions[action_id]
             await self._store.write_snapshot(live, archived)
-        except StoreError as exc:
+        except StoreError:
             log.exception("snapshot failed")
-            if self._store.failed is not None and self.error is None and not self._pass_open:
-                # the store has stopped: fail-stop now, not at the next commit (which on a
-                # quiet schedule may be hours away, the service saying "ready" meanwhile); an
-                # open pass meets the failed store at its commit and fail-stops itself
-                self._fail_stop(exc)
+            if self._store.failed is not None:
+                # the store has stopped: wake the loop, whose next pass meets the failed store
+                # at its commit and fail-stops (now, not at the next change, which on a quiet
+                # schedule may be hours away, the service saying "ready" meanwhile)
+                self._post(Dispatch())
         finally:
             self._snapshotting = False
 

@@ -241,6 +241,9 @@ class LocalAttempt:
         return attempt
 
     def _watch_orphan(self, orphan: _Orphan) -> None:
+        """Watch the command from now on; once (``wait`` and ``kill`` may both find it)."""
+        if self._orphan is not None:
+            return
         self._orphan = orphan
         self._pidfd = _open_pidfd(orphan.pid)
         if self._pidfd is not None and not _alive(orphan.pid, orphan.start):
@@ -292,8 +295,7 @@ class LocalAttempt:
             if isinstance(found, ExitStatus):
                 self._status = found
                 return found
-            if self._orphan is None:  # a kill may have found it first
-                self._watch_orphan(found)
+            self._watch_orphan(found)
         await self._until_ended()
         assert self._orphan is not None
         self._status = self._orphan.lost()
@@ -324,7 +326,8 @@ class LocalAttempt:
         note = _read_json(self._paths.note)
         if note is not None:
             return _status_from_note(note)
-        return self._orphan_left() or ExitStatus(message="the minder ended without writing a note")
+        orphan = _Orphan.of(_read_json(self._paths.spawned))  # the note is missing: see above
+        return orphan or ExitStatus(message="the minder ended without writing a note")
 
     def _orphan_left(self) -> _Orphan | None:
         """The command an ended minder left running without a note (or left ended, unread);
@@ -358,8 +361,7 @@ class LocalAttempt:
             found = await trio.to_thread.run_sync(self._orphan_left)
             if found is None or self._status is not None:
                 return None
-            if self._orphan is None:  # ``wait`` may have found it meanwhile
-                self._watch_orphan(found)
+            self._watch_orphan(found)
         assert self._orphan is not None
         return None if self._ended() else self._orphan.pgid
 
