@@ -20,6 +20,13 @@ Figures (last line, JSON):
   first second only, when the starts happen. The whole-run figure also counts the quiet second
   of ``sleep`` and a run that takes longer has more quiet wakes; this one compares like with
   like.
+- ``first_start_s`` / ``last_start_s`` / ``last_end_s``: when the first and the last command
+  started and the last one ended, in seconds after the burst began (the minders' timestamps).
+  The wall time is about ``last_start_s`` + 1 s, so this is where a run's ratio comes from.
+  The ``floor_*`` ones stamp each start just before ``trio.run_process`` is called;
+- ``scheduler_cpu_s``: the CPU time of the bench's own process (the engine) over the burst;
+  ``machine_cpu_s``: the whole machine's busy CPU over the same window (``/proc/stat``), so the
+  rest is the minder host, the minders and the commands.
 
 The process uses the cyclic collector as ``pysched serve`` does (``tune_for_service``, and the
 start-up heap frozen before the burst): with the defaults, a full collection of everything the
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -106,6 +114,7 @@ async def floor(jobs: int) -> dict:
         outer.start_soon(ticker.run)
         t0 = time.perf_counter()
         begun = trio.current_time()
+        begun_wall = time.time()
         async with trio.open_nursery() as nursery:
             for _ in range(jobs):
                 nursery.start_soon(one)
@@ -116,7 +125,28 @@ async def floor(jobs: int) -> dict:
         "peak": peak_overlap(intervals),
         "lags": ticker.lags,
         "first_s": ticker.lags_within(begun, 1.0),
+        "spans": spans(intervals, begun_wall),
     }
+
+
+def spans(intervals: list[tuple[float, float]], begun: float) -> dict[str, float]:
+    """When the first and the last command started, and the last ended, in s after ``begun``."""
+    if not intervals:
+        return {}
+    starts = [start for start, _ in intervals]
+    return {
+        "first_start_s": round(min(starts) - begun, 3),
+        "last_start_s": round(max(starts) - begun, 3),
+        "last_end_s": round(max(end for _, end in intervals) - begun, 3),
+    }
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy since boot (``/proc/stat``: all but idle
+    and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(field) for field in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def read_interval(log_dir: Path, run_id: str, job: str, run_date: str) -> tuple[float, float]:
@@ -146,6 +176,9 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
             outer.start_soon(ticker.run)
             t0 = time.perf_counter()
             begun = trio.current_time()
+            begun_wall = time.time()
+            cpu0 = time.process_time()
+            machine0 = machine_busy_s()
             async with trio.open_nursery() as burst:
                 for name in names:
                     burst.start_soon(trigger, name)
@@ -157,6 +190,8 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
                     break
                 await trio.sleep(TICK)
             wall = time.perf_counter() - t0
+            cpu = time.process_time() - cpu0
+            machine = machine_busy_s() - machine0
             outer.cancel_scope.cancel()
         states: dict[str, int] = {}
         for run in engine.book:
@@ -173,6 +208,9 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
         "peak_running": peak_running,
         "lags": ticker.lags,
         "first_s": ticker.lags_within(begun, 1.0),
+        "spans": spans(intervals, begun_wall),
+        "cpu_s": cpu,
+        "machine_s": machine,
         "error": error,
     }
 
@@ -225,6 +263,10 @@ async def main_async(jobs: int) -> None:
                 "lag_p99_first_s_ms": round(percentile(result["first_s"], 0.99), 2),
                 "floor_lag_p99_first_s_ms": round(percentile(bare["first_s"], 0.99), 2),
                 "succeeded": result["states"].get("succeeded", 0),
+                **result["spans"],
+                "scheduler_cpu_s": round(result["cpu_s"], 3),
+                "machine_cpu_s": round(result["machine_s"], 3),
+                **{f"floor_{key}": value for key, value in bare["spans"].items()},
             }
         )
     )

@@ -129,6 +129,37 @@ async def test_a_missing_program_ends_with_a_message(launcher):
     assert "cannot start" in status.message
 
 
+async def test_the_command_inherits_no_ignored_signal_no_stray_fd_and_no_input(launcher):
+    """Both ways of making a minder hand the command the same clean process: no signal
+    ignored or blocked, no descriptor but its three standard ones, /dev/null to read."""
+    script = "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd; cat; echo end"
+    spec = make_spec(script)
+    assert (await (await launcher.start(spec)).wait()).exit_code == 0
+    lines = out_of(launcher, spec).split()
+    assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
+    assert sorted(lines[4:-1]) == ["0", "1", "2", "3"]  # 3 is ls's own listing of the folder
+    assert lines[-1] == "end"  # `cat` read the end of /dev/null at once
+
+
+async def test_a_program_is_looked_up_on_the_jobs_path(launcher, tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "hello-tool").write_text("#!/bin/sh\necho hello from $0\n")
+    (tools / "hello-tool").chmod(0o755)
+    spec = make_spec(argv=("hello-tool",), env={"PATH": f"{tools}:/usr/bin:/bin"})
+    assert (await (await launcher.start(spec)).wait()).exit_code == 0
+    assert out_of(launcher, spec) == f"hello from {tools / 'hello-tool'}\n"
+
+
+async def test_a_missing_folder_ends_with_a_message_naming_it(launcher, tmp_path):
+    spec = make_spec("true", cwd=tmp_path / "no-such-folder")
+    status = await (await launcher.start(spec)).wait()
+    assert (status.exit_code, status.signal) == (None, None)
+    assert "cannot start" in status.message
+    assert "no-such-folder" in status.message
+    assert "No such file or directory" in status.message
+
+
 async def test_kill_sends_sigterm_to_the_group(launcher):
     handle = await launcher.start(make_spec("sleep 30"))
     with trio.fail_after(5):
