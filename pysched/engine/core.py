@@ -712,7 +712,8 @@ class EngineCore:
 
     def _enqueue(self, run: Run) -> None:
         job = self.config.jobs.get(run.job)
-        if job is None:
+        if job is None:  # never left queued for a job that cannot start any more
+            self._move(run, RunState.CANCELLED, "job removed from the config")
             return
         self._slots.enqueue(run, job.priority, job.pool)
         self._dispatch_wanted = True
@@ -990,6 +991,7 @@ class EngineCore:
             self._enqueue(run)
             return
         job = watch.job if watch is not None else self.config.jobs.get(run.job)
+        removed = run.job not in self.config.jobs  # since the attempt started: no retry
         status = work.status
         now = self._time()
         if work.never_started:  # and killed or cancelled meanwhile: it is not started now
@@ -1040,7 +1042,7 @@ class EngineCore:
         elif outcome is AttemptOutcome.KILLED or kill_reason is AttemptOutcome.KILLED:
             # killed by an operator: not retried, even if the attempt vanished meanwhile
             self._move(run, RunState.FAILED, run.reason or "killed")
-        elif job is not None and run.attempts_in_series < 1 + job.retries.count:
+        elif job is not None and run.attempts_in_series < 1 + job.retries.count and not removed:
             retry = run.attempts_in_series
             spread = self._random.uniform(-1.0, 1.0)
             delay = job.retries.backoff.delay(retry, spread)
@@ -1057,7 +1059,10 @@ class EngineCore:
             self._arm_retry(run)
         else:
             final = RunState.LOST if outcome is AttemptOutcome.LOST else RunState.FAILED
-            self._move(run, final, f"attempt {work.number} {_said(outcome, status)}")
+            said = f"attempt {work.number} {_said(outcome, status)}"
+            if removed:
+                said += "; not retried: job removed from the config"
+            self._move(run, final, said)
 
     def _arm_retry(self, run: Run) -> None:
         at = run.next_try_at or self._time()

@@ -350,3 +350,38 @@ async def test_an_attempt_that_ended_while_down_does_not_skip_the_firing_it_miss
         assert missed.state is not RunState.SKIPPED, missed.reason
         await h.advance(engine, minutes=45)
         assert missed.state is RunState.SUCCEEDED
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["reload", "restart"])
+async def test_a_removed_jobs_failing_attempt_is_not_retried(
+    autojump_clock: trio.testing.MockClock, restart: bool
+) -> None:
+    """The job is removed (by a reload, or by a restart with the new config) while its attempt
+    runs; the attempt then fails with retries left. Both ways the run ends failed, saying why
+    it was not retried, rather than waiting forever to start a job that is gone."""
+    first = config_from(
+        """
+        jobs:
+          flaky:
+            schedule: "0 1 * * *"
+            command: x
+            retries: {count: 2, backoff: {initial: 1m}}
+          other: {schedule: "0 9 * * *", command: x}
+        """
+    )
+    second = config_from('jobs:\n  other: {schedule: "0 9 * * *", command: x}\n')
+    h = Harness(first, durations={"flaky": timedelta(hours=1)}, outcomes={"flaky": [3, 3, 3]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=30)
+        assert states(engine, job="flaky") == {"flaky.2026-10-19.1": "running"}
+        if not restart:
+            await engine.apply_config(second, by="ann")
+            await h.advance(engine, hours=2)
+            run = engine.book.get("flaky.2026-10-19.1")
+    if restart:
+        async with h.engine(store=h.store.reopen(), config=second) as engine:
+            await h.advance(engine, hours=2)
+            run = engine.book.get("flaky.2026-10-19.1")
+    assert run.state is RunState.FAILED
+    assert len(run.attempts) == 1
+    assert run.reason == "attempt 1 exited 3; not retried: job removed from the config"
