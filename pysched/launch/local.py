@@ -142,6 +142,37 @@ class _Orphan:
         )
 
 
+def _reaped(orphan: _Orphan) -> ExitStatus | None:
+    """How an orphaned command ended, when this process has become its parent and reaps it.
+
+    A command whose minder dies is handed to the nearest "subreaper" ancestor, or to PID 1:
+    pysched itself when it is a container's first process. Unreaped, it would stay a zombie
+    for as long as pysched runs; reaped, its exit status is known after all. Only a zombie
+    with the orphan's own start time is reaped, so a reused pid never is. None otherwise
+    (the usual case: init reaps it, and how it ended is lost).
+    """
+    found = minder.proc_state(orphan.pid)
+    if found is None or found[0] != b"Z" or found[1] != orphan.start:
+        return None
+    try:
+        pid, status = os.waitpid(orphan.pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    if pid != orphan.pid:
+        return None
+    code = os.waitstatus_to_exitcode(status)
+    sig = -code if code < 0 else None
+    how = f"killed by signal {sig}" if sig is not None else f"exit with {code}"
+    return ExitStatus(
+        exit_code=None if sig is not None else code,
+        signal=sig,
+        message=(
+            f"its minder ended while the command ran (pid {orphan.pid}); pysched, now the "
+            f"command's parent, saw it {how}"
+        ),
+    )
+
+
 def _status_from_note(note: Mapping[str, Any]) -> ExitStatus:
     ended = note.get("ended_at")
     ended_at = datetime.fromisoformat(ended) if isinstance(ended, str) else None
@@ -298,7 +329,7 @@ class LocalAttempt:
             self._watch_orphan(found)
         await self._until_ended()
         assert self._orphan is not None
-        self._status = self._orphan.lost()
+        self._status = _reaped(self._orphan) or self._orphan.lost()
         return self._status
 
     async def _until_ended(self) -> None:

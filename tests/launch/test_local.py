@@ -7,6 +7,8 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -402,3 +404,61 @@ async def test_recover_watches_a_command_whose_minder_died(launcher, tmp_path):
     with trio.fail_after(10):
         status = await found.wait()
     assert done.exists() and status.lost
+
+
+_AS_SUBREAPER = """
+import ctypes, json, os, signal, sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import trio
+
+from pysched.launch.base import AttemptSpec
+from pysched.launch.local import LocalLauncher, _Paths
+
+# PR_SET_CHILD_SUBREAPER: orphans below this process come to it, as to a container's PID 1
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+
+
+async def main() -> None:
+    logs, way = Path(sys.argv[1]), sys.argv[2]
+    launcher = LocalLauncher(logs, base_env={"PATH": os.environ["PATH"]}, minder_host=way == "host")
+    spec = AttemptSpec(
+        run_id="job.2026-10-19.1", job="job", run_date=date(2026, 10, 19), attempt=1,
+        argv=("/bin/sh", "-c", "sleep 0.5; exit 3"),
+        scheduled_for=datetime(2026, 10, 19, 9, tzinfo=UTC),
+    )
+    handle = await launcher.start(spec)
+    marker = _Paths.of(logs, spec).spawned
+    while not marker.exists() or not marker.stat().st_size:
+        await trio.sleep(0.01)
+    started = json.loads(marker.read_text())
+    os.kill(started["minder_pid"], signal.SIGKILL)
+    status = await handle.wait()
+    launcher.close()
+    print(json.dumps({
+        "exit_code": status.exit_code, "signal": status.signal, "lost": status.lost,
+        "message": status.message, "left": Path(f"/proc/{started['pid']}").exists(),
+    }))
+
+
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("way", ["host", "direct"])
+def test_pysched_as_the_orphans_parent_reaps_it_and_knows_how_it_ended(tmp_path, way):
+    """In a container pysched is often PID 1, and an orphaned command (its minder killed) is
+    handed to it: pysched reaps it, so no zombie is left, and reports its real exit code
+    rather than ``lost``. A subreaper stands in for PID 1 here."""
+    done = subprocess.run(
+        [sys.executable, "-c", _AS_SUBREAPER, str(tmp_path / "logs"), way],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert (found["exit_code"], found["signal"], found["lost"]) == (3, None, False)
+    assert "saw it exit with 3" in found["message"]
+    assert not found["left"]  # reaped: no zombie
