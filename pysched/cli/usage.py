@@ -97,11 +97,18 @@ class Group(TyperGroup):
         return without_flag_values(super().get_params(ctx))
 
 
+MAY_BE_EMPTY = frozenset({"why"})
+"""Options whose empty value means what leaving them out means, and does no harm: ``--why ""``
+(a script passing an unset ``$REASON``) records no reason, as no ``--why`` does."""
+
+
 def check_text_values(ctx: Context, params: Sequence[Parameter]) -> None:
     """Raise ``BadParameter`` for the first text value with a ``text_problem``."""
     for param in params:
         value = ctx.params.get(param.name) if param.name else None
         if not isinstance(value, str) or not isinstance(param, TyperArgument | TyperOption):
+            continue
+        if not value and param.name in MAY_BE_EMPTY:
             continue
         problem = text_problem(value, optional=not isinstance(param, TyperArgument))
         if problem is not None:
