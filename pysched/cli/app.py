@@ -69,14 +69,12 @@ def global_options(
             show_default=False,
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
+    config_text: Annotated[
+        str | None,
         typer.Option(
             "-c",
             "--config",
             envvar="PYSCHED_CONFIG",
-            exists=True,
-            dir_okay=False,
             help="The config: where the server listens and where its admin token is.",
             show_default=False,
         ),
@@ -90,7 +88,22 @@ def global_options(
         problem = token_problem(token)
         if problem is not None:
             raise typer.BadParameter(problem, param_hint="--token / PYSCHED_TOKEN")
+    config = _config_file(config_text) if config_text is not None else None
     ctx.obj = Globals(url=url, token=token, config=config)
+
+
+def _config_file(text: str) -> Path:
+    """``-c`` / ``PYSCHED_CONFIG``: an existing file. Checked here rather than by click, whose
+    check read an empty value as the current folder and called it a directory; an empty value
+    is refused before this by ``usage.check_text_values``, as for every option."""
+    hint = "-c / --config / PYSCHED_CONFIG"
+    path = Path(text)
+    if path.is_dir():
+        message = f"{text!r} is a folder: give the config file in it"
+        raise typer.BadParameter(message, param_hint=hint)
+    if not path.exists():
+        raise typer.BadParameter(f"Path {text!r} does not exist.", param_hint=hint)
+    return path
 
 
 def _add(group: typer.Typer, name: str, command: Callable[..., Any]) -> None:

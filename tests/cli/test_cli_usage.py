@@ -32,6 +32,7 @@ EMPTY = [
     pytest.param(("store", "check", ""), "state_dir", id="store_check"),
     pytest.param(("--token", "", "status"), "--token", id="token"),
     pytest.param(("--url", "", "status"), "--url", id="url"),
+    pytest.param(("-c", "", "status"), "--config", id="config"),
 ]
 
 
@@ -41,6 +42,14 @@ def test_an_empty_value_is_a_usage_mistake(api: FakeApi, args: tuple[str, ...], 
     assert result.exit_code == 2, result.output
     assert name in result.stderr
     assert "empty" in result.stderr
+    assert api.requests == []
+
+
+def test_a_config_that_is_a_folder_says_so(api: FakeApi, tmp_path: Path) -> None:
+    result = cli("-c", str(tmp_path), "status")
+    assert result.exit_code == 2, result.output
+    words = " ".join(result.stderr.replace("│", " ").split())  # unwrapped from the error box
+    assert "is a folder: give the config file in it" in words
     assert api.requests == []
 
 
