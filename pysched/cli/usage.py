@@ -42,8 +42,7 @@ class Command(TyperCommand):
             rest = super().parse_args(ctx, args)
             check_text_values(ctx, self.get_params(ctx))
         except UsageError as exc:
-            if as_json:
-                print_usage_document(exc)
+            _document_once(exc, as_json)
             raise
         return rest
 
@@ -51,8 +50,7 @@ class Command(TyperCommand):
         try:
             return super().invoke(ctx)
         except UsageError as exc:  # a BadParameter raised by the command itself
-            if ctx.params.get("as_json"):
-                print_usage_document(exc)
+            _document_once(exc, bool(ctx.params.get("as_json")))
             raise
 
     def get_params(self, ctx: Context) -> list[Parameter]:
@@ -64,8 +62,11 @@ class Group(TyperGroup):
     ``text_problem`` and whose usage mistakes say where an option goes."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        # looked for, not parsed, as by ``Command`` (and before parsing, which consumes args)
+        ctx.meta[_JSON_WANTED] = "--json" in args
         try:
             rest = super().parse_args(ctx, args)
+            check_text_values(ctx, self.get_params(ctx))
         except NoSuchOption as exc:
             if exc.option_name == "--json":
                 command = next((arg for arg in args if arg in self.commands), "COMMAND")
@@ -74,8 +75,11 @@ class Group(TyperGroup):
                     f"--json is an option of each command: write it after the command, like "
                     f"{' '.join([*_path(ctx), command])} --json",
                 )
+            _document_once(exc, bool(ctx.meta[_JSON_WANTED]))
             raise
-        check_text_values(ctx, self.get_params(ctx))
+        except UsageError as exc:  # a bad value of the group's own options (``--url ""``)
+            _document_once(exc, bool(ctx.meta[_JSON_WANTED]))
+            raise
         return rest
 
     def invoke(self, ctx: Context) -> Any:
@@ -91,6 +95,10 @@ class Group(TyperGroup):
                     f"{option} is a global option: write it before the command, like "
                     f"pysched {option} … {command}",
                 )
+            _document_once(exc, bool(ctx.meta.get(_JSON_WANTED)))
+            raise
+        except UsageError as exc:  # the group's callback refused a value (``--url bad://x``)
+            _document_once(exc, bool(ctx.meta.get(_JSON_WANTED)))
             raise
 
     def get_params(self, ctx: Context) -> list[Parameter]:
@@ -113,6 +121,18 @@ def check_text_values(ctx: Context, params: Sequence[Parameter]) -> None:
         problem = text_problem(value, optional=not isinstance(param, TyperArgument))
         if problem is not None:
             raise typer.BadParameter(problem, ctx=ctx, param=param)
+
+
+_JSON_WANTED = "pysched.json_wanted"
+"""``ctx.meta`` key: whether ``--json`` is among a group's arguments."""
+
+
+def _document_once(exc: UsageError, wanted: bool) -> None:
+    """Print ``exc``'s error document if JSON is ``wanted`` and no level below has yet (a
+    command's mistake passes up through its groups)."""
+    if wanted and not getattr(exc, "_pysched_document", False):
+        print_usage_document(exc)
+        setattr(exc, "_pysched_document", True)  # noqa: B010
 
 
 def print_usage_document(exc: UsageError) -> None:

@@ -146,3 +146,23 @@ def test_a_usage_mistake_gives_an_error_document_with_json(api: FakeApi) -> None
     document = json.loads(result.stdout)["error"]
     assert (document["code"], document["field"]) == ("usage", "--date")
     assert cli("status", "--date", "").stdout == ""  # without --json: stderr only
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (("--url", "ftp://x", "status", "--json"), "--url"),  # refused by the global callback
+        (("--url", "", "status", "--json"), "--url"),  # refused while the globals are parsed
+        (("--json", "status"), "--json"),  # --json before the command: still a document
+        (("status", "--json", "--bogus"), "--bogus"),  # the command's own mistake: once
+        (("cron", "next", "0 2 * * *", "--after", "x", "--json"), "--after"),  # a subgroup's
+    ],
+)
+def test_every_usage_mistake_gives_one_error_document_with_json(
+    api: FakeApi, args: tuple[str, ...], field: str
+) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    document = json.loads(result.stdout)["error"]  # exactly one JSON document on stdout
+    assert (document["code"], document["field"]) == ("usage", field)
+    assert api.requests == []
