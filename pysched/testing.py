@@ -177,8 +177,14 @@ class FakeLauncher:
         self.outcomes = {job: list(codes) for job, codes in (outcomes or {}).items()}
         self.fail_start = set(fail_start)
         self.started: list[StartedAttempt] = []
+        self.prepared = 0
+        """How many times ``prepare`` was called (the engine calls it once as it opens)."""
         self._processes: dict[tuple[str, int], _FakeProcess] = {}
         self._timer = _EndTimer(clock)
+
+    async def prepare(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self.prepared += 1
 
     async def start(self, spec: AttemptSpec) -> _FakeProcess:
         await trio.lowlevel.checkpoint()

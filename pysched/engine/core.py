@@ -261,6 +261,7 @@ class EngineCore:
             self._nursery = nursery
             self._attempts = nursery
             self._startup()
+            nursery.start_soon(self.launcher.prepare)  # the first start then waits for nothing
             nursery.start_soon(self._loop)
             nursery.start_soon(self._firing_task)
             task_status.started()

@@ -102,6 +102,13 @@ class Launcher(Protocol):
     comes back from ``wait`` as an ``ExitStatus`` with neither code nor signal; the engine
     records either as a failed start."""
 
+    async def prepare(self) -> None:
+        """Get ready to start attempts (the local launcher starts its minder host), so the
+        first start after the scheduler starts pays nothing extra. Called once as the engine
+        opens, in a task of its own; it never raises: what fails here is tried again by the
+        first ``start``, which reports it."""
+        ...
+
     async def start(self, spec: AttemptSpec) -> AttemptHandle: ...
 
     async def recover(

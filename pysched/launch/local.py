@@ -511,6 +511,16 @@ class LocalLauncher:
         if self._host is not None:
             self._host.close()
 
+    async def prepare(self) -> None:
+        """Start the minder host (when minders are made by one), so the first attempt does not
+        wait for it. Never raises: a host that cannot start is logged, and tried again by the
+        first ``start``."""
+        if self._host is not None:
+            with trio.CancelScope(shield=True):  # a host half started is handed to no one
+                await self._host.prepare()
+        else:
+            await trio.lowlevel.checkpoint()
+
     async def start(self, spec: AttemptSpec) -> LocalAttempt:
         """Spawn the attempt's minder; return once the minder process exists.
 

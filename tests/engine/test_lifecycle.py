@@ -219,3 +219,16 @@ async def test_calendar_and_run_date_rule(autojump_clock: trio.testing.MockClock
             ("eod.2026-12-23.1", date(2026, 12, 24)),
             ("eod.2026-12-24.1", date(2026, 12, 29)),
         ]
+
+
+async def test_the_launcher_is_prepared_once_as_the_engine_opens(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """So the local launcher's minder host is up before the first firing, not started by it."""
+    h = Harness(config_from('jobs:\n  a: {schedule: "0 1 * * *", command: x}\n'))
+    assert h.launcher.prepared == 0
+    async with h.engine() as engine:
+        assert h.launcher.prepared == 1
+        await h.advance(engine, hours=2)
+        assert h.launcher.prepared == 1
+        assert states(engine) == {"a.2026-10-19.1": "succeeded"}

@@ -377,7 +377,7 @@ async def test_a_removed_jobs_failing_attempt_is_not_retried(
         if not restart:
             await engine.apply_config(second, by="ann")
             await h.advance(engine, hours=2)
-            run = engine.book.get("flaky.2026-10-19.1")
+        run = engine.book.get("flaky.2026-10-19.1")
     if restart:
         async with h.engine(store=h.store.reopen(), config=second) as engine:
             await h.advance(engine, hours=2)

@@ -107,6 +107,24 @@ async def test_a_host_that_cannot_start_fails_the_start(tmp_path):
     assert not _Paths.of(launcher.log_dir, make_spec("exit 0")).spawned.exists()
 
 
+async def test_prepare_starts_the_host_before_any_attempt(launcher):
+    assert host_of(launcher).pid is None  # started lazily...
+    await launcher.prepare()
+    pid = host_of(launcher).pid
+    assert pid is not None and not gone(pid)  # ...or as the engine opens
+    handle = await launcher.start(make_spec("sleep 0.5"))
+    assert parent_of(handle.info["minder_pid"]) == pid  # the same host forks the minder
+    assert (await handle.wait()).exit_code == 0
+
+
+async def test_prepare_with_a_host_that_cannot_start_only_logs(tmp_path, caplog):
+    launcher = LocalLauncher(tmp_path / "logs", python="/no/such/python", minder_host=True)
+    await launcher.prepare()  # never raises: the first start reports it
+    assert "the minder host could not start yet" in caplog.text
+    with pytest.raises(OSError):
+        await launcher.start(make_spec("exit 0"))
+
+
 async def test_a_host_killed_while_starting_is_replaced(launcher, monkeypatch, tmp_path):
     # killed before it said "ready" (nothing asked of it yet): a new host is started at once,
     # and the attempt starts, rather than failing as "could not start"
