@@ -24,10 +24,16 @@ For each request the host
    after the crash then finds no marker and starts the attempt itself, once. A request read
    after the scheduler's death is never acted on, so a restarted scheduler and this host never
    both start one attempt;
-3. forks. The child calls ``setsid`` (its own session: a signal to the host's group or the
-   scheduler's never reaches it, and it outlives both), puts ``/dev/null`` on its standard
-   streams (so it holds none of the host's pipes), restores ``SIGCHLD`` and runs exactly what a
-   minder started by path runs (``minder.serve``), then ``_exit``\\ s.
+3. forks. The child makes itself a process group of its own (``setpgid``: a signal to the
+   host's group or the scheduler's never reaches it, and it outlives both), puts ``/dev/null``
+   on its standard streams (so it holds none of the host's pipes), restores ``SIGCHLD`` and
+   runs exactly what a minder started by path runs (``minder.serve``), then ``_exit``\\ s.
+
+   It stays in the host's session (which has no terminal, so no hangup can come through it)
+   rather than starting one of its own: where the kernel groups processes by session for CPU
+   fairness (``sched_autogroup``, on by default in most distributions), all the minders then
+   count as one with their host, and a burst of two hundred starting at once cannot crowd the
+   scheduler's own loop off the CPU. The command still gets a session of its own.
 
 ``SIGCHLD`` is ignored in the host, so the kernel reaps its minders as they end: no zombies and
 no reaping loop. A minder is not the scheduler's child either way; the launcher waits for it
@@ -93,7 +99,7 @@ def _become_minder(job: "dict[str, Any]") -> "NoReturn":
     """In the forked child: run the job as a minder, then leave without returning."""
     code = 1
     try:
-        os.setsid()
+        os.setpgid(0, 0)  # its own process group, in the host's session: see the docstring
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the minder waits for its command
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):

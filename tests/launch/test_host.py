@@ -3,6 +3,7 @@ it dies at the worst moment."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -114,6 +115,24 @@ async def test_prepare_starts_the_host_before_any_attempt(launcher):
     assert pid is not None and not gone(pid)  # ...or as the engine opens
     handle = await launcher.start(make_spec("sleep 0.5"))
     assert parent_of(handle.info["minder_pid"]) == pid  # the same host forks the minder
+    assert (await handle.wait()).exit_code == 0
+
+
+async def test_a_minder_has_its_own_group_in_the_hosts_session_and_its_command_a_session(
+    launcher,
+):
+    """A signal to the host's group never reaches a minder; the kernel's per-session CPU
+    fairness (autogroup) counts the minders as one with their host; the command is a session
+    of its own, as the issue asks."""
+    spec = make_spec("sleep 0.5")
+    handle = await launcher.start(spec)
+    minder_pid = handle.info["minder_pid"]
+    marker = _Paths.of(launcher.log_dir, spec).spawned
+    await eventually(lambda: marker.exists() and marker.stat().st_size > 0)
+    command = json.loads(marker.read_text())["pid"]
+    host = host_of(launcher).pid
+    assert (os.getpgid(minder_pid), os.getsid(minder_pid)) == (minder_pid, host)
+    assert (os.getpgid(command), os.getsid(command)) == (command, command)
     assert (await handle.wait()).exit_code == 0
 
 
