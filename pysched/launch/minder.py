@@ -287,7 +287,6 @@ def _child(
         if hasattr(_signal, "SIGXFSZ"):
             _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
         step = b"noexec"
-        os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
@@ -299,6 +298,9 @@ def _child(
                     os.close(fd)
                 except OSError:
                     pass
+        # last of all (the work above counts as the minder's, under the kernel's per-session
+        # CPU fairness): a session of its own, which is also its own process group
+        os.setsid()
         if cwd is not None:
             step = b"chdir"
             os.chdir(cwd)

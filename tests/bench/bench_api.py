@@ -314,7 +314,9 @@ async def closed_loop(
 ) -> Latencies:
     """``clients`` tasks with a connection each, sending their requests back to back while
     ``keep_going(rounds done)``; with ``think_ms``, each waits a random pause averaging that
-    long after each answer (people and dashboards, rather than a load generator)."""
+    long before its first request and after each answer (people and dashboards, rather than a
+    load generator: without the first pause all twenty sent their first request in the same
+    millisecond of each phase, and eight lists at once made the phase's slowest answers)."""
     result = Latencies()
     parsed = httpx.URL(url)
     host, port = parsed.host, parsed.port or 80
@@ -323,6 +325,8 @@ async def closed_loop(
         rng = random.Random(index)
         connection = Connection(host, port, token)
         done = 0
+        if think_ms:  # people do not all click at the instant a phase begins: nor do these
+            await trio.sleep(rng.expovariate(1000.0 / think_ms))
         try:
             while keep_going(done):
                 for kind, path in rounds(rng):
