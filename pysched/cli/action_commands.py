@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.arguments import parse_date
+from pysched.cli.arguments import JobArg, RunIdArg, parse_date
 from pysched.cli.client import api_path, ask, session
 from pysched.cli.output import clean, print_json
 from pysched.cli.run_display import run_line
@@ -20,10 +20,6 @@ from pysched.cli.run_display import run_line
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
 WhyOpt = Annotated[
     str | None, typer.Option("--why", help="Why, for the audit trail.", show_default=False)
-]
-JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
-RunIdArg = Annotated[
-    str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
 ]
 
 RUN_ACTIONS: dict[str, str] = {

@@ -13,6 +13,7 @@ command at once): not empty, and at most ``MAX_TEXT`` characters.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
@@ -48,6 +49,23 @@ def text_problem(text: str, *, optional: bool) -> str | None:
         return "the value is empty — give one"
     if len(text) > MAX_TEXT:
         return f"{len(text):,} characters is too long (at most {MAX_TEXT:,})"
+    return None
+
+
+JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
+RunIdArg = Annotated[
+    str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
+]
+
+
+def name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a job name or a run id: a ``/``, which neither ever holds (the
+    server would read it as another path, and answer "no such endpoint")."""
+    if "/" in text:
+        return (
+            "a job name or run id never holds '/' (job names are letters, digits, '-' and '_'; "
+            "run ids look like fetch-rates.2026-10-16.1)"
+        )
     return None
 
 

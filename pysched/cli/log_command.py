@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.arguments import check_count
+from pysched.cli.arguments import RunIdArg, check_count
 from pysched.cli.client import Client, api_path, session
 from pysched.cli.output import clean, error_exit, json_text, print_json
 from pysched.cli.run_display import FINISHED
@@ -34,9 +34,7 @@ sleep: Callable[[float], None] = time.sleep
 
 def log(
     ctx: typer.Context,
-    run_id: Annotated[
-        str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
-    ],
+    run_id: RunIdArg,
     attempt: Annotated[
         int | None,
         typer.Option("--attempt", min=1, help="Which attempt (default: the latest)."),

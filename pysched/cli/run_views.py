@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.arguments import parse_date
+from pysched.cli.arguments import RunIdArg, parse_date
 from pysched.cli.client import api_path, ask, session
 from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import (
@@ -27,9 +27,6 @@ from pysched.config.hints import did_you_mean
 from pysched.engine.runs import RunState
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
-RunIdArg = Annotated[
-    str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
-]
 STATES = [state.value for state in RunState]
 
 

@@ -27,7 +27,7 @@ from typer._click.core import Context, Parameter
 from typer._click.exceptions import NoSuchOption, UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from pysched.cli.arguments import text_problem
+from pysched.cli.arguments import name_problem, text_problem
 from pysched.cli.output import error_document, print_json
 
 
@@ -105,6 +105,8 @@ class Group(TyperGroup):
         return without_flag_values(super().get_params(ctx))
 
 
+NAMES = frozenset({"job", "run_id"})
+"""Arguments that name a job or a run, held to ``name_problem`` too."""
 MAY_BE_EMPTY = frozenset({"why"})
 """Options whose empty value means what leaving them out means, and does no harm: ``--why ""``
 (a script passing an unset ``$REASON``) records no reason, as no ``--why`` does."""
@@ -119,6 +121,8 @@ def check_text_values(ctx: Context, params: Sequence[Parameter]) -> None:
         if not value and param.name in MAY_BE_EMPTY:
             continue
         problem = text_problem(value, optional=not isinstance(param, TyperArgument))
+        if problem is None and isinstance(param, TyperArgument) and param.name in NAMES:
+            problem = name_problem(value)
         if problem is not None:
             raise typer.BadParameter(problem, ctx=ctx, param=param)
 

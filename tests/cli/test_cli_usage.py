@@ -45,6 +45,21 @@ def test_an_empty_value_is_a_usage_mistake(api: FakeApi, args: tuple[str, ...], 
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("show", "a/b.2026-10-16.1"), ("trigger", "etl/extract"), ("log", "../x"), ("hold-job", "a/")],
+)
+def test_a_slash_in_a_job_name_or_run_id_is_a_usage_mistake(
+    api: FakeApi, args: tuple[str, ...]
+) -> None:
+    """Neither ever holds one; sent, it made another path and the server said "no such
+    endpoint"."""
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "never holds '/'" in " ".join(result.stderr.replace("│", " ").split())
+    assert api.requests == []
+
+
 def test_a_config_that_is_a_folder_says_so(api: FakeApi, tmp_path: Path) -> None:
     result = cli("-c", str(tmp_path), "status")
     assert result.exit_code == 2, result.output
