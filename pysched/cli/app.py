@@ -5,6 +5,7 @@ all of them share (no empty or overlong text, hints for misplaced options, ...).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -103,6 +104,8 @@ def _config_file(text: str) -> Path:
         raise typer.BadParameter(message, param_hint=hint)
     if not path.exists():
         raise typer.BadParameter(f"Path {text!r} does not exist.", param_hint=hint)
+    if not os.access(path, os.R_OK):
+        raise typer.BadParameter(f"{text!r} is not readable by this user", param_hint=hint)
     return path
 
 

@@ -33,7 +33,8 @@ from pysched.cli.output import error_document, print_json
 
 class Command(TyperCommand):
     """A command that holds every text value to ``text_problem`` and answers a usage mistake
-    with an error document when given ``--json``."""
+    with an error document when given ``--json`` (printed by the app's group, once any hint is
+    added: see ``Group``)."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         # looked for, not parsed: the mistake may come before it (and parsing consumes args)
@@ -42,7 +43,7 @@ class Command(TyperCommand):
             rest = super().parse_args(ctx, args)
             check_text_values(ctx, self.get_params(ctx))
         except UsageError as exc:
-            _document_once(exc, as_json)
+            _decide(exc, json=as_json)
             raise
         return rest
 
@@ -50,7 +51,7 @@ class Command(TyperCommand):
         try:
             return super().invoke(ctx)
         except UsageError as exc:  # a BadParameter raised by the command itself
-            _document_once(exc, bool(ctx.params.get("as_json")))
+            _decide(exc, json=bool(ctx.params.get("as_json")))
             raise
 
     def get_params(self, ctx: Context) -> list[Parameter]:
@@ -59,7 +60,11 @@ class Command(TyperCommand):
 
 class Group(TyperGroup):
     """A group (the app, ``cron``, ``store``, ...) whose options are held to
-    ``text_problem`` and whose usage mistakes say where an option goes."""
+    ``text_problem`` and whose usage mistakes say where an option goes.
+
+    The app's own group (the outermost) prints a usage mistake's error document, when whoever
+    raised it decided JSON was asked for (the command, from its parsed ``--json``; a group, for
+    its own options, from ``--json`` among its arguments): once, with any hint included."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         # looked for, not parsed, as by ``Command`` (and before parsing, which consumes args)
@@ -75,10 +80,12 @@ class Group(TyperGroup):
                     f"--json is an option of each command: write it after the command, like "
                     f"{' '.join([*_path(ctx), command])} --json",
                 )
-            _document_once(exc, bool(ctx.meta[_JSON_WANTED]))
+            _decide(exc, json=bool(ctx.meta[_JSON_WANTED]))
+            _print_at_the_top(ctx, exc)
             raise
         except UsageError as exc:  # a bad value of the group's own options (``--url ""``)
-            _document_once(exc, bool(ctx.meta[_JSON_WANTED]))
+            _decide(exc, json=bool(ctx.meta[_JSON_WANTED]))
+            _print_at_the_top(ctx, exc)
             raise
         return rest
 
@@ -95,10 +102,12 @@ class Group(TyperGroup):
                     f"{option} is a global option: write it before the command, like "
                     f"pysched {option} … {command}",
                 )
-            _document_once(exc, bool(ctx.meta.get(_JSON_WANTED)))
+            _decide(exc, json=bool(ctx.meta.get(_JSON_WANTED)))
+            _print_at_the_top(ctx, exc)
             raise
         except UsageError as exc:  # the group's callback refused a value (``--url bad://x``)
-            _document_once(exc, bool(ctx.meta.get(_JSON_WANTED)))
+            _decide(exc, json=bool(ctx.meta.get(_JSON_WANTED)))
+            _print_at_the_top(ctx, exc)
             raise
 
     def get_params(self, ctx: Context) -> list[Parameter]:
@@ -131,12 +140,22 @@ _JSON_WANTED = "pysched.json_wanted"
 """``ctx.meta`` key: whether ``--json`` is among a group's arguments."""
 
 
-def _document_once(exc: UsageError, wanted: bool) -> None:
-    """Print ``exc``'s error document if JSON is ``wanted`` and no level below has yet (a
-    command's mistake passes up through its groups)."""
-    if wanted and not getattr(exc, "_pysched_document", False):
+_JSON = "_pysched_json"
+"""Set on a usage mistake by the first level that sees it: whether an error document is due."""
+
+
+def _decide(exc: UsageError, *, json: bool) -> None:
+    """Whether ``exc`` gets an error document, decided by the innermost level it passes (a
+    command's mistake passes up through its groups, which must not overrule it)."""
+    if not hasattr(exc, _JSON):
+        setattr(exc, _JSON, json)
+
+
+def _print_at_the_top(ctx: Context, exc: UsageError) -> None:
+    """At the app's own group, print the error document ``_decide`` asked for."""
+    if ctx.parent is None and getattr(exc, _JSON, False):
         print_usage_document(exc)
-        setattr(exc, "_pysched_document", True)  # noqa: B010
+        setattr(exc, _JSON, False)  # once
 
 
 def print_usage_document(exc: UsageError) -> None:

@@ -261,10 +261,21 @@ class EngineCore:
             self._nursery = nursery
             self._attempts = nursery
             self._startup()
-            nursery.start_soon(self.launcher.prepare)  # the first start then waits for nothing
+            nursery.start_soon(self._prepare_launcher)  # the first start then waits for nothing
             nursery.start_soon(self._loop)
             nursery.start_soon(self._firing_task)
             task_status.started()
+
+    async def _prepare_launcher(self) -> None:
+        """The launcher's ``prepare``, if it has one (a launcher written before it existed may
+        not), never letting it take the engine down: its first ``start`` tries again."""
+        prepare = getattr(self.launcher, "prepare", None)
+        if prepare is None:
+            return
+        try:
+            await prepare()
+        except Exception:
+            log.exception("the launcher could not get ready; its first start will try again")
 
     def _startup(self) -> None:
         now = self._time()

@@ -105,8 +105,10 @@ class Launcher(Protocol):
     async def prepare(self) -> None:
         """Get ready to start attempts (the local launcher starts its minder host), so the
         first start after the scheduler starts pays nothing extra. Called once as the engine
-        opens, in a task of its own; it never raises: what fails here is tried again by the
-        first ``start``, which reports it."""
+        opens, in a task of its own that the engine's close cancels; it should not raise (what
+        fails here is tried again by the first ``start``, which reports it), and the engine
+        logs and carries on if it does. A launcher written before this method existed, without
+        it, is used as before."""
         ...
 
     async def start(self, spec: AttemptSpec) -> AttemptHandle: ...

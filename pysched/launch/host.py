@@ -2,9 +2,9 @@
 
 Starting a fresh interpreter for every minder costs about 20 ms of CPU; forking a process that
 has already started, with the minder's code loaded, costs about one. The local launcher starts
-this host lazily as ``python -I -S`` (standard library only, nothing of the ``pysched``
-package, like the minder itself) in its own session, with a pipe on each of standard input and
-output, and asks it for minders.
+this host as the engine opens (``prepare``), or else at the first attempt, as ``python -I -S``
+(standard library only, nothing of the ``pysched`` package, like the minder itself) in its own
+session, with a pipe on each of standard input and output, and asks it for minders.
 
 The conversation, all of it binary and ordered:
 

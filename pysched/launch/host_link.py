@@ -1,8 +1,10 @@
 """The launcher's side of the minder host: start it, ask it for minders, notice when it dies.
 
 ``MinderHost.spawn(job, marker)`` returns the pid and start time of a freshly forked minder (see
-``pysched.launch.host`` for the host and its protocol). The host is started on first use, in a
-worker thread (a ``Popen`` is a fork and an exec: never on the loop), and again after it died.
+``pysched.launch.host`` for the host and its protocol). The host is started by ``prepare`` as
+the engine opens (or else on first use), in a worker thread (a ``Popen`` is a fork and an exec:
+never on the loop), and again after it died. One that does not say it is ready within
+``READY_TIMEOUT`` is killed, and the start that needed it fails.
 
 Nothing here blocks the loop: both pipes are non-blocking and waited on with
 ``trio.lowlevel.wait_writable`` / ``wait_readable``. Requests and answers are matched by id.
@@ -42,6 +44,9 @@ log = logging.getLogger(__name__)
 HOST = Path(__file__).with_name("host.py")
 # Imported as a module (cached bytecode), with ``-I -S``: isolated from the environment and
 # site packages, as the minder it forks must be.
+READY_TIMEOUT = 30.0
+"""Seconds a starting host has to say it is ready (it needs about 20 ms): a ``python`` that
+hangs instead must not hang every start, or the engine's close, with it."""
 _HOST_BOOT = f"import sys;sys.path.insert(0,{str(HOST.parent)!r});import host;sys.exit(host.main())"
 
 
@@ -289,10 +294,34 @@ class MinderHost:
     async def _open(self, token: trio.lowlevel.TrioToken) -> _Link:
         process, to_host, from_host = await trio.to_thread.run_sync(self._popen)
         link = _Link(process=process, to_host=to_host, from_host=from_host, token=token)
+        try:
+            return await self._until_ready(link)
+        except BaseException:
+            # cancelled (the engine closing) or failed before the host was ready: nothing was
+            # asked of it, so it goes (never left running with nobody to talk to it)
+            link.gone = True
+            link.close()
+            if process.poll() is None:
+                process.kill()
+            raise
+
+    async def _until_ready(self, link: _Link) -> _Link:
+        process, to_host, from_host = link.process, link.to_host, link.from_host
         os.set_blocking(to_host, False)
         os.set_blocking(from_host, False)
+        deadline = trio.current_time() + READY_TIMEOUT
         while b"\n" not in link.inbox:
-            data = await self._read(link)
+            data = b""
+            with trio.move_on_at(deadline) as waited:
+                data = await self._read(link)
+            if waited.cancelled_caught:  # an interpreter that hangs (not a Python, say)
+                link.gone = True
+                process.kill()
+                await self._reap(link)
+                raise OSError(
+                    f"the minder host ({self.python}) did not say it was ready within "
+                    f"{READY_TIMEOUT:g} s"
+                )
             if not data:
                 link.gone = True
                 await self._reap(link)

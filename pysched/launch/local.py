@@ -311,7 +311,8 @@ class LocalAttempt:
 
         A minder that ended without a note after starting its command (killed, say) leaves
         the command running on its own: then this waits for the command itself, so a retry
-        never runs beside it, and reports it ``lost`` (nobody can read its exit status).
+        never runs beside it, and reports it ``lost`` (nobody can read its exit status), unless
+        this process has become the command's parent and reaps it (``_reaped``).
         """
         if self._status is not None:
             await trio.lowlevel.checkpoint()
@@ -516,8 +517,9 @@ class LocalLauncher:
         wait for it. Never raises: a host that cannot start is logged, and tried again by the
         first ``start``."""
         if self._host is not None:
-            with trio.CancelScope(shield=True):  # a host half started is handed to no one
-                await self._host.prepare()
+            # not shielded: cancelled half-way (the engine closing), the host is let go and
+            # the next start makes another
+            await self._host.prepare()
         else:
             await trio.lowlevel.checkpoint()
 

@@ -166,3 +166,21 @@ def test_every_usage_mistake_gives_one_error_document_with_json(
     document = json.loads(result.stdout)["error"]  # exactly one JSON document on stdout
     assert (document["code"], document["field"]) == ("usage", field)
     assert api.requests == []
+
+
+def test_the_error_document_carries_the_hint_that_stderr_shows(api: FakeApi) -> None:
+    result = cli("status", "--json", "--url", "http://x")
+    assert result.exit_code == 2
+    document = json.loads(result.stdout)["error"]
+    assert document["field"] == "--url"
+    assert "hint: --url is a global option: write it before the command" in document["message"]
+
+
+def test_no_error_document_when_json_is_only_another_options_value(api: FakeApi) -> None:
+    """``--why --json``: the reason is the text "--json", and no JSON was asked for."""
+    result = cli(
+        "backfill", "load", "--from", "2026-10-10", "--to", "2026-10-01", "--why", "--json"
+    )
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "is before --from" in result.stderr

@@ -3,6 +3,7 @@ says the fix, never a traceback, never a request sent."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,21 @@ def test_a_config_that_is_a_folder_says_so(api: FakeApi, tmp_path: Path) -> None
     assert result.exit_code == 2, result.output
     words = " ".join(result.stderr.replace("│", " ").split())  # unwrapped from the error box
     assert "is a folder: give the config file in it" in words
+    assert api.requests == []
+
+
+def test_an_unreadable_config_says_so(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "pysched.yaml"
+    config.write_text("jobs: {}\n")
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: str(path) != str(config) and real_access(path, mode)
+    )  # root may read anything: act as a user who may not
+    result = cli("-c", str(config), "status")
+    assert result.exit_code == 2, result.output
+    assert "is not readable by this user" in " ".join(result.stderr.replace("│", " ").split())
     assert api.requests == []
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 from pysched.config import load_config
@@ -232,3 +234,31 @@ async def test_the_launcher_is_prepared_once_as_the_engine_opens(
         await h.advance(engine, hours=2)
         assert h.launcher.prepared == 1
         assert states(engine) == {"a.2026-10-19.1": "succeeded"}
+
+
+class _OlderLauncher:
+    """A launcher written before ``prepare`` existed: ``start`` and ``recover`` only."""
+
+    def __init__(self, inner: FakeLauncher) -> None:
+        self.start = inner.start
+        self.recover = inner.recover
+
+
+class _FailingPrepare(FakeLauncher):
+    async def prepare(self) -> None:
+        raise RuntimeError("the agents are not reachable yet")
+
+
+async def test_a_launcher_without_prepare_or_whose_prepare_fails_still_runs_jobs(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = config_from('jobs:\n  a: {schedule: "0 1 * * *", command: x}\n')
+    for older in (True, False):
+        clock = FakeClock(datetime(2026, 10, 19, tzinfo=UTC))
+        launcher: Any = _OlderLauncher(FakeLauncher(clock)) if older else _FailingPrepare(clock)
+        async with open_engine(config, MemoryStore(), clock=clock, launcher=launcher) as engine:
+            await engine.settle()
+            await clock.advance(timedelta(hours=2))
+            await engine.settle()
+            assert {run.state for run in engine.book} == {RunState.SUCCEEDED}
+    assert "the launcher could not get ready" in caplog.text

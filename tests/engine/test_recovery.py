@@ -9,6 +9,7 @@ import trio
 
 from pysched.engine import RunState
 from pysched.errors import ActionError
+from pysched.testing import FakeLauncher
 from tests.engine.harness import Harness, config_from, states
 
 
@@ -385,3 +386,24 @@ async def test_a_removed_jobs_failing_attempt_is_not_retried(
     assert run.state is RunState.FAILED
     assert len(run.attempts) == 1
     assert run.reason == "attempt 1 exited 3; not retried: job removed from the config"
+
+
+async def test_an_interrupted_start_of_a_removed_job_is_cancelled_not_queued(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Journaled as starting, never begun (the launcher has no trace of it), and its job gone
+    from the config at the restart: cancelled, never left queued for a job that cannot start."""
+    first = config_from(
+        'jobs:\n  gone: {schedule: "0 1 * * *", command: x}\n'
+        '  other: {schedule: "0 9 * * *", command: x}\n'
+    )
+    second = config_from('jobs:\n  other: {schedule: "0 9 * * *", command: x}\n')
+    h = Harness(first, durations={"gone": timedelta(minutes=10)})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+    h.launcher = FakeLauncher(h.clock)  # no trace of attempt 1: it never started
+    async with h.engine(store=h.store.reopen(), config=second) as engine:
+        await h.advance(engine, hours=1)
+        run = engine.book.get("gone.2026-10-19.1")
+        assert (run.state, run.reason) == (RunState.CANCELLED, "job removed from the config")
+        assert h.launcher.started == []

@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 import trio
 
+from pysched.config import parse_config
+from pysched.engine import open_engine
 from pysched.launch import host as host_program
 from pysched.launch.base import AttemptSpec, ExitStatus
 from pysched.launch.host_link import HostGone, MinderHost
 from pysched.launch.local import LocalAttempt, LocalLauncher, _Paths
+from pysched.store import MemoryStore
+from pysched.timing.clock import RealClock
 
 
 def make_spec(script: str, *, n: int = 1) -> AttemptSpec:
@@ -301,3 +305,34 @@ def test_the_host_answers_in_order_and_exits_at_the_end_of_its_input(tmp_path):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert (folder / "a7.spawned").exists()
+
+
+def _hanging_python(tmp_path: Path) -> str:
+    """A "python" that never says it is ready (an embedding binary, say)."""
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\nexec sleep 60\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_a_host_that_never_says_ready_is_killed_after_the_timeout(tmp_path, monkeypatch):
+    monkeypatch.setattr("pysched.launch.host_link.READY_TIMEOUT", 0.3)
+    launcher = LocalLauncher(tmp_path / "logs", python=_hanging_python(tmp_path), minder_host=True)
+    with (
+        trio.fail_after(10),
+        pytest.raises(OSError, match=r"did not say it was ready within 0\.3 s"),
+    ):
+        await launcher.start(make_spec("exit 0"))
+    assert host_of(launcher).pid is None
+
+
+async def test_an_engine_closes_at_once_while_its_host_hangs_starting(tmp_path):
+    """prepare runs as the engine opens; a host that hangs must not hold the engine's close."""
+    text = 'jobs:\n  a: {schedule: "0 1 1 1 *", command: x}\n'
+    config = parse_config(text, tmp_path / "c.yaml", {})
+    launcher = LocalLauncher(tmp_path / "logs", python=_hanging_python(tmp_path), minder_host=True)
+    started = time.monotonic()
+    with trio.fail_after(10):
+        async with open_engine(config, MemoryStore(), clock=RealClock(), launcher=launcher):
+            await trio.sleep(0.2)
+    assert time.monotonic() - started < 5
