@@ -29,8 +29,10 @@ import contextlib
 import logging
 import marshal
 import os
+import select
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,13 @@ READY_TIMEOUT = 30.0
 """Seconds a starting host has to say it is ready (it needs about 20 ms): a ``python`` that
 hangs instead must not hang every start, or the engine's close, with it."""
 _HOST_BOOT = f"import sys;sys.path.insert(0,{str(HOST.parent)!r});import host;sys.exit(host.main())"
+
+
+def _readable_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read (or its end) within ``seconds`` of real time.
+    Blocks: for a worker thread."""
+    readable, _, _ = select.select([fd], [], [], max(seconds, 0.0))
+    return bool(readable)
 
 
 class HostGone(OSError):
@@ -309,12 +318,13 @@ class MinderHost:
         process, to_host, from_host = link.process, link.to_host, link.from_host
         os.set_blocking(to_host, False)
         os.set_blocking(from_host, False)
-        deadline = trio.current_time() + READY_TIMEOUT
+        # real time, not trio's: under a test's virtual clock that jumps while nothing is
+        # ready, a trio deadline would pass before the host had a real chance to start
+        deadline = time.monotonic() + READY_TIMEOUT
         while b"\n" not in link.inbox:
-            data = b""
-            with trio.move_on_at(deadline) as waited:
-                data = await self._read(link)
-            if waited.cancelled_caught:  # an interpreter that hangs (not a Python, say)
+            if not await trio.to_thread.run_sync(
+                _readable_within, from_host, deadline - time.monotonic(), abandon_on_cancel=True
+            ):  # an interpreter that hangs (not a Python, say)
                 link.gone = True
                 process.kill()
                 await self._reap(link)
@@ -322,6 +332,7 @@ class MinderHost:
                     f"the minder host ({self.python}) did not say it was ready within "
                     f"{READY_TIMEOUT:g} s"
                 )
+            data = await self._read(link)
             if not data:
                 link.gone = True
                 await self._reap(link)
