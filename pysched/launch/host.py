@@ -83,9 +83,8 @@ def _read_exactly(fd: int, size: int, buffer: bytearray) -> bytes | None:
 
 
 def _touch(marker: str) -> None:
-    # the modes of minder.LOG_DIR_MODE and LOG_FILE_MODE (this program imports nothing)
-    os.makedirs(os.path.dirname(marker) or ".", 0o750, exist_ok=True)
-    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o640))
+    minder.make_folders(os.path.dirname(marker))
+    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, minder.LOG_FILE_MODE))
 
 
 def _unlink(marker: str) -> None:

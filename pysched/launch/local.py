@@ -605,7 +605,7 @@ class LocalLauncher:
         """Runs in a worker thread: spawn each minder and hand it its job."""
         for request in batch:
             try:
-                request.marker.parent.mkdir(minder.LOG_DIR_MODE, parents=True, exist_ok=True)
+                minder.make_folders(str(request.marker.parent))
                 request.marker.touch(minder.LOG_FILE_MODE)
                 request.result = self._spawn_one(request.job)
             except OSError as exc:

@@ -170,6 +170,30 @@ LOG_DIR_MODE = 0o750
 """Mode of the folders made in the log dir (the umask may narrow both)."""
 
 
+def make_folders(path: str) -> None:
+    """Make the folder ``path`` and every missing folder above it, each with ``LOG_DIR_MODE``.
+
+    ``os.makedirs`` gives its mode to the last folder only: ``log_dir`` and the job's folder
+    would get the umask's default (0755 under the usual 022), so every user could list the
+    jobs and their runs."""
+    path = path or "."
+    try:
+        os.mkdir(path, LOG_DIR_MODE)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+    except FileNotFoundError:
+        parent = os.path.dirname(path.rstrip(os.sep))
+        if not parent or parent == path:
+            raise
+        make_folders(parent)
+        try:
+            os.mkdir(path, LOG_DIR_MODE)
+        except FileExistsError:  # made meanwhile by another minder
+            if not os.path.isdir(path):
+                raise
+
+
 def _log_file(path: str, flags: int) -> int:
     """``open(..., opener=_log_file)``: a new file gets ``LOG_FILE_MODE``."""
     return os.open(path, flags, LOG_FILE_MODE)
@@ -178,7 +202,7 @@ def _log_file(path: str, flags: int) -> int:
 def write_atomically(path: str, payload: "dict[str, Any]") -> None:
     """Write ``payload`` as JSON to ``path`` so a reader sees all of it or nothing."""
     folder_path, name = os.path.split(path)
-    os.makedirs(folder_path or ".", LOG_DIR_MODE, exist_ok=True)
+    make_folders(folder_path)
     tmp = os.path.join(folder_path, f".{name}.{os.getpid()}.tmp")
     with open(tmp, "wb", opener=_log_file) as f:
         f.write(_dumps(payload).encode())
@@ -387,7 +411,7 @@ def run(job: "dict[str, Any]") -> int:
     note, started = str(job["note"]), str(job["started"])
     out, err = str(job["stdout"]), str(job["stderr"])
     for folder in {os.path.dirname(p) for p in (out, err, note, started)}:
-        os.makedirs(folder or ".", LOG_DIR_MODE, exist_ok=True)
+        make_folders(folder)
 
     child: int | None = None
     term_requested = False

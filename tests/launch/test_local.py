@@ -100,8 +100,9 @@ async def test_env_and_cwd_reach_the_command(launcher, tmp_path):
 
 
 async def test_log_files_are_not_for_other_users(launcher):
-    """A job's output may hold anything: its files are 0640 and its folders 0750 (with the
-    usual umask 022), never readable by every user of the machine."""
+    """A job's output may hold anything: its files are 0640 and every folder the launcher
+    makes 0750 (with the usual umask 022; ``log_dir`` and the job's folder too, so other users
+    cannot list the jobs and their runs), never readable by every user of the machine."""
     previous = os.umask(0o022)
     try:
         spec = make_spec("echo out; echo err >&2")
@@ -109,7 +110,8 @@ async def test_log_files_are_not_for_other_users(launcher):
     finally:
         os.umask(previous)
     folder = launcher.log_dir / "job" / "2026-10-19"
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+    for made in (launcher.log_dir, folder.parent, folder):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o750, made
     files = sorted(folder.iterdir())
     assert {path.name.split(".", 4)[-1] for path in files} >= {"out", "err", "note.json", "spawned"}
     assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in files} == {

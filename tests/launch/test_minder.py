@@ -6,6 +6,7 @@ import json
 import marshal
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -227,3 +228,27 @@ def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path):
     lines = Path(str(job["stdout"])).read_text().split()
     assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
     assert sorted(lines[4:]) == ["0", "1", "2", "3"]  # 3 is ls's own listing of the folder
+
+
+def test_make_folders_gives_every_new_folder_the_log_mode(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        existing = tmp_path / "kept"
+        existing.mkdir(0o755)
+        minder.make_folders(str(existing / "a" / "b"))
+        minder.make_folders(str(existing / "a" / "b"))  # there already: nothing to do
+    finally:
+        os.umask(previous)
+    modes = {
+        p.name: stat.S_IMODE(p.stat().st_mode)
+        for p in (existing, existing / "a", existing / "a" / "b")
+    }
+    assert modes == {"kept": 0o755, "a": 0o750, "b": 0o750}  # an existing folder is left as it is
+
+
+def test_make_folders_refuses_a_file_in_the_way(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(OSError):
+        minder.make_folders(str(tmp_path / "f"))
+    with pytest.raises(OSError):
+        minder.make_folders(str(tmp_path / "f" / "sub"))
