@@ -20,6 +20,7 @@ import httpx
 import typer
 
 from pysched.timing.run_dates import parse_iso_date, year_problem
+from pysched.zone_data import host_only_hint
 
 MAX_TEXT = 4096
 """The most characters an argument or option may have. Most go into a URL (a job's name, a run
@@ -152,7 +153,7 @@ def parse_zone(text: str, option: str) -> ZoneInfo:
             raise ZoneInfoNotFoundError(text)
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError, OSError):
+        hint = host_only_hint(text) or "use an IANA name like Europe/London"
         raise typer.BadParameter(
-            f"unknown time zone {text!r} — use an IANA name like Europe/London",
-            param_hint=option,
+            f"unknown time zone {text!r} — {hint}", param_hint=option
         ) from None

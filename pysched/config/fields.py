@@ -19,6 +19,7 @@ from pysched.config.hints import did_you_mean
 from pysched.config.yaml_tree import Place, YMap, YNode, YScalar, YSeq, kind_of
 from pysched.errors import DurationError, Problem
 from pysched.timing.durations import parse_duration
+from pysched.zone_data import host_only_hint
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -183,7 +184,11 @@ class FieldReader:
         except (ZoneInfoNotFoundError, ValueError, OSError):
             if self._zones is None:
                 self._zones = frozenset(available_timezones())
-            hint = did_you_mean(name, self._zones) or "use an IANA name like Europe/London"
+            hint = (
+                host_only_hint(name)
+                or did_you_mean(name, self._zones)
+                or "use an IANA name like Europe/London"
+            )
             self.report(node.place, f"unknown time zone {name!r} in {what}", hint)
             return None
 

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pysched.config import load_config
+from pysched.errors import ConfigError
+
 PROBE = """
 import sys
 from datetime import datetime
@@ -49,3 +52,26 @@ def test_importing_pysched_leaves_zoneinfo_no_host_folder():
     import pysched  # noqa: F401  (the import is what sets the search path)
 
     assert zoneinfo.TZPATH == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("localtime", "'localtime' is this machine's own setting"),
+        ("posixrules", "'posixrules' is this machine's own setting"),
+        ("posix/Europe/London", "write 'Europe/London'"),
+        ("right/UTC", "write 'UTC'"),
+    ],
+)
+def test_a_zone_only_the_host_knows_is_refused_saying_what_to_write(tmp_path, name, hint):
+    """Such names loaded where the host's database had them, before zone data came from the
+    tzdata package alone: a config that names one is told why it no longer loads."""
+    path = tmp_path / "pysched.yaml"
+    path.write_text(
+        f'jobs:\n  a:\n    schedule: "0 1 * * *"\n    timezone: {name}\n    command: "true"\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    (problem,) = caught.value.problems
+    assert f"unknown time zone {name!r}" in problem.message
+    assert problem.hint is not None and problem.hint.startswith(hint)
