@@ -4,6 +4,8 @@ typer builds each command as a ``TyperCommand`` and each group of commands as a
 ``TyperGroup``; the app registers its own with the subclasses here (``cls=Command``,
 ``cls=Group``), which add, for every command at once:
 
+- an option that takes one value, given twice (``status --state failed --state lost``), is
+  exit 2: click would keep the last and drop the other without a word;
 - every text value, once parsed, is held to ``arguments.text_problem``: an empty one
   (``status --date ""``, ``trigger ""``; usually a script's unset variable) or one over
   ``MAX_TEXT`` characters is exit 2 naming the argument, never read as "not given";
@@ -41,11 +43,15 @@ class Command(TyperCommand):
         as_json = "--json" in args
         try:
             rest = super().parse_args(ctx, args)
+            check_given_once(ctx)
             check_text_values(ctx, self.get_params(ctx))
         except UsageError as exc:
             _decide(exc, json=as_json)
             raise
         return rest
+
+    def make_parser(self, ctx: Context) -> Any:  # click's private ``_OptionParser``
+        return _recording_order(super().make_parser(ctx), ctx)
 
     def invoke(self, ctx: Context) -> Any:
         try:
@@ -71,6 +77,7 @@ class Group(TyperGroup):
         ctx.meta[_JSON_WANTED] = "--json" in args
         try:
             rest = super().parse_args(ctx, args)
+            check_given_once(ctx)
             check_text_values(ctx, self.get_params(ctx))
         except NoSuchOption as exc:
             if exc.option_name == "--json":
@@ -88,6 +95,9 @@ class Group(TyperGroup):
             _print_at_the_top(ctx, exc)
             raise
         return rest
+
+    def make_parser(self, ctx: Context) -> Any:  # click's private ``_OptionParser``
+        return _recording_order(super().make_parser(ctx), ctx)
 
     def invoke(self, ctx: Context) -> Any:
         try:
@@ -119,6 +129,39 @@ NAMES = frozenset({"job", "run_id"})
 MAY_BE_EMPTY = frozenset({"why"})
 """Options whose empty value means what leaving them out means, and does no harm: ``--why ""``
 (a script passing an unset ``$REASON``) records no reason, as no ``--why`` does."""
+
+
+_ORDER = "pysched.parameter_order"
+"""``ctx.meta`` key: the parameters in the order the parser met them, once per occurrence."""
+
+
+def _recording_order(parser: Any, ctx: Context) -> Any:
+    """``parser``, keeping its list of the parameters met (repeats included) in ``ctx.meta``:
+    the parsed values keep only the last of a repeated option."""
+    parse = parser.parse_args
+
+    def parse_args(args: list[str]) -> Any:
+        opts, rest, order = parse(args)
+        ctx.meta[_ORDER] = list(order)
+        return opts, rest, order
+
+    parser.parse_args = parse_args
+    return parser
+
+
+def check_given_once(ctx: Context) -> None:
+    """Raise ``BadParameter`` for an option that takes one value and was given more than once."""
+    order: list[Parameter] = ctx.meta.pop(_ORDER, [])
+    for param in order:
+        if not isinstance(param, TyperOption) or param.multiple or param.count or param.is_flag:
+            continue
+        times = sum(1 for met in order if met is param)
+        if times > 1:
+            raise typer.BadParameter(
+                f"given {times} times, but only one value counts: give it once",
+                ctx=ctx,
+                param=param,
+            )
 
 
 def check_text_values(ctx: Context, params: Sequence[Parameter]) -> None:

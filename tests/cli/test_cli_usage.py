@@ -3,6 +3,7 @@ says the fix, never a traceback, never a request sent."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -44,6 +45,35 @@ def test_an_empty_value_is_a_usage_mistake(api: FakeApi, args: tuple[str, ...], 
     assert name in result.stderr
     assert "empty" in result.stderr
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("status", "--state", "failed", "--state", "lost"), "--state"),
+        (("status", "--date", "2026-10-16", "--job", "a", "--date", "2026-10-17"), "--date"),
+        (("trigger", "extract", "--run-date", "2026-10-16", "--run-date", "2026-10-17"),
+         "--run-date"),
+        (("--url", "http://127.0.0.1:1", "--url", "http://127.0.0.1:2", "status"), "--url"),
+        (("status", "--state=failed", "--state", "lost"), "--state"),
+    ],
+)  # fmt: skip
+def test_an_option_given_twice_is_a_usage_mistake(
+    api: FakeApi, args: tuple[str, ...], name: str
+) -> None:
+    """click keeps the last and drops the other without a word: ``--state failed --state
+    lost`` listed no failed run, and the night looked clean."""
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.replace("│", " ").split())
+    assert name in said and "given 2 times" in said and "give it once" in said
+    assert api.requests == []
+
+
+def test_a_flag_given_twice_is_harmless(api: FakeApi) -> None:
+    result = cli("cron", "next", "0 2 * * *", "--json", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)
 
 
 @pytest.mark.parametrize(
