@@ -63,10 +63,13 @@ def status(
     if answer is None:
         return
     runs: list[dict[str, Any]] = answer.get("runs") or []
-    print_status(runs)
+    total = answer.get("count")
+    print_status(runs, total if isinstance(total, int) else len(runs))
 
 
-def print_status(runs: list[dict[str, Any]]) -> None:
+def print_status(runs: list[dict[str, Any]], total: int) -> None:
+    """The table, and a last line counting the runs by state; when the server sent only the
+    newest ``len(runs)`` of ``total`` (``--limit``, or its default of 1,000), it says so."""
     rows = [
         [
             str(run.get("run_id", "")),
@@ -86,7 +89,10 @@ def print_status(runs: list[dict[str, Any]]) -> None:
     counts = Counter(str(run.get("state", "")) for run in runs)
     order = [s for s in STATES if s in counts] + sorted(set(counts) - set(STATES))
     summary = ", ".join(f"{counts[s]} {s}" for s in order)
-    typer.echo(f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + (f": {summary}" if runs else ""))
+    shown = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    if total > len(runs):
+        shown = f"the newest {shown} of {total} (raise --limit to see more, up to 10000)"
+    typer.echo(shown + (f": {summary}" if runs else ""))
 
 
 def show(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> None:

@@ -67,6 +67,17 @@ def test_status_table_reads_at_a_glance(api: FakeApi) -> None:
     assert api.last.url.params["date"] == "2026-10-16"
 
 
+def test_status_says_when_the_list_is_cut_short(api: FakeApi) -> None:
+    """The server sends the newest ``limit`` (1,000 by default) and counts them all: a table of
+    2 runs out of 5 must not read as if there were 2."""
+    api.on("GET", "/api/v1/runs", {"runs": RUNS[:2], "count": 5})
+    result = cli("status", "--limit", "2")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == (
+        "the newest 2 runs of 5 (raise --limit to see more, up to 10000): 1 running, 1 succeeded"
+    )
+
+
 def test_status_filters_and_json(api: FakeApi) -> None:
     answer = {"runs": RUNS[:1], "count": 1}
     api.on("GET", "/api/v1/runs", answer)
