@@ -85,7 +85,7 @@ class _Tail:
             state = str(run.get("state", ""))
             if not wait:
                 raise error_exit(
-                    f"run {self._run_id} ({state}) has no attempt with a log yet",
+                    f"run {self._run_id} ({state}) {_why_no_log(run)}",
                     as_json=self._as_json,
                     code="not_found",
                     state=state,
@@ -137,13 +137,34 @@ class _Tail:
     def _emit(self, chunk: dict[str, Any], *, follow: bool, chunks: list[dict[str, Any]]) -> None:
         if self._as_json:
             if follow:
-                typer.echo(json_text(chunk, indent=None))
+                # a poll that found nothing new prints nothing (twice a second, for hours);
+                # the chunk that says the attempt is complete is always printed
+                if chunk.get("data") or chunk.get("complete"):
+                    typer.echo(json_text(chunk, indent=None))
             else:
                 chunks.append(chunk)
             return
         data = str(chunk.get("data", ""))
         if data:
             typer.echo(data, nl=False, color=True)  # else click strips ANSI codes off a terminal
+
+
+def _why_no_log(run: dict[str, Any]) -> str:
+    """Why a run has no attempt with a log, for ``run X (state) ...``."""
+    attempts: list[dict[str, Any]] = run.get("attempts") or []
+    state = str(run.get("state", ""))
+    if attempts:
+        last = attempts[-1]
+        said = str(last.get("message") or "").strip()
+        if last.get("outcome") == "start_failed":
+            return f"has no log: attempt {last.get('number')} could not start" + (
+                f": {said}" if said else ""
+            )
+        return f"has no log for attempt {last.get('number')}" + (f": {said}" if said else "")
+    if state in FINISHED:
+        reason = str(run.get("reason") or "").strip()
+        return "never ran, so it has no log" + (f" ({reason})" if reason else "")
+    return "has no attempt with a log yet"
 
 
 def _latest_logged(run: dict[str, Any]) -> int | None:

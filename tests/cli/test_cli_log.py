@@ -136,6 +136,34 @@ def test_log_of_a_run_without_attempts_exit_1(api: FakeApi) -> None:
     assert "has no attempt with a log yet" in result.stderr
 
 
+def test_log_of_a_command_that_could_not_start_says_why(api: FakeApi) -> None:
+    failed = {
+        **attempt(1),
+        "outcome": "start_failed",
+        "exit_code": None,
+        "has_log": False,
+        "message": "cannot start 'bin/nope': No such file or directory (bin/nope)",
+    }
+    api.on("GET", RUN_PATH, run_json(RUN_ID, state="failed", attempts=[failed]))
+    result = cli("log", RUN_ID)
+    assert result.exit_code == 1
+    said = " ".join(result.stderr.split())
+    assert f"run {RUN_ID} (failed) has no log: attempt 1 could not start: cannot start" in said
+    assert "yet" not in said
+
+
+def test_log_of_a_run_that_never_ran_says_so(api: FakeApi) -> None:
+    api.on(
+        "GET",
+        RUN_PATH,
+        run_json(RUN_ID, state="skipped", attempts=[], reason="extract.2026-10-16.1 was skipped"),
+    )
+    result = cli("log", RUN_ID)
+    assert result.exit_code == 1
+    said = " ".join(result.stderr.split())
+    assert "never ran, so it has no log (extract.2026-10-16.1 was skipped)" in said
+
+
 def test_log_404_exit_1(api: FakeApi) -> None:
     result = cli("log", RUN_ID, "--attempt", "9")
     assert result.exit_code == 1
@@ -156,6 +184,27 @@ def test_follow_prints_as_it_grows_and_moves_to_the_retry(
     log_requests = [r for r in api.requests if r.url.path.endswith("/log")]
     # each poll goes on from where the last one ended
     assert [r.url.params["offset"] for r in log_requests[:4]] == ["0", "17", "34", "51"]
+
+
+def test_follow_json_prints_nothing_for_a_poll_that_found_nothing(
+    api: FakeApi, sleeps: list[float]
+) -> None:
+    """An idle job's follower printed a line with ``"data": ""`` twice a second."""
+    polls = iter(
+        [
+            chunk(1, "one\n", 0, 100, ended=False),  # the attempt is still running
+            chunk(1, "one\n", 4, 100, ended=False),  # nothing new
+            chunk(1, "one\n", 4, 100, ended=False),  # nothing new
+            chunk(1, "one\n", 4, 100, ended=True),  # ended, nothing new: complete
+        ]
+    )
+    api.on("GET", RUN_PATH, run_json(RUN_ID, attempts=[attempt(1)]))
+    api.on("GET", f"{RUN_PATH}/attempts/1/log", lambda _r: next(polls))
+    result = cli("log", RUN_ID, "--follow", "--attempt", "1", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["data"], line["complete"]) for line in lines] == [("one\n", False), ("", True)]
+    assert len(sleeps) == 3
 
 
 def test_follow_a_given_attempt_stops_at_its_end(api: FakeApi, sleeps: list[float]) -> None:
