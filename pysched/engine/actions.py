@@ -87,7 +87,8 @@ class Engine(EngineCore):
             run = self.book.get(run_id)
             if run.state.finished:
                 raise ActionError(
-                    f"cannot cancel {run_id}: it is {run.state.value}", state=run.state.value
+                    f"cannot cancel {run_id}: it is {run.state.value} — it has finished already",
+                    state=run.state.value,
                 )
             if run.state is RunState.RUNNING:
                 if self._stop_asked(run) is RunState.CANCELLED:
@@ -285,7 +286,7 @@ class Engine(EngineCore):
     def _run(self, run_id: str, action: str, allowed: tuple[RunState, ...]) -> Run:
         run = self.book.get(run_id)
         if run.state not in allowed:
-            hint = _ONLY.get(action, "")
+            hint = _way_out(action, run.state)
             raise ActionError(
                 f"cannot {action} {run_id}: it is {run.state.value}{hint}", state=run.state.value
             )
@@ -316,12 +317,25 @@ class Engine(EngineCore):
         self._evaluate(run)  # re-judged from scratch, as if just created
 
 
-_ONLY = {
-    "release": " — only a held run can be released",
-    "kill": " — only a running run can be killed (cancel stops a run in any state)",
-    "rerun": " — only a finished run can be rerun (cancel or kill it first)",
-}
-"""What a refusal adds, after the state it names, so the message also says the way out."""
+def _way_out(action: str, state: RunState) -> str:
+    """What a refusal adds after the state it names: why, and an action that the run's state
+    does allow (never one that would be refused too)."""
+    if action == "release":
+        return " — only a held run can be released"
+    if action == "kill":
+        if state.finished:
+            return " — only a running run can be killed, and this one has finished"
+        return " — only a running run can be killed (cancel stops this one)"
+    if action == "rerun":
+        if state is RunState.RUNNING:
+            return " — only a finished run can be rerun (kill or cancel it first)"
+        return " — only a finished run can be rerun (cancel it first)"
+    if action == "hold":
+        if state is RunState.RUNNING:
+            return " — only a run that has not started can be held (kill or cancel stops it)"
+        if state.finished:
+            return " — only a run that has not started can be held (rerun runs it again)"
+    return ""
 
 
 def _who(verb: str, by: str, why: str) -> str:

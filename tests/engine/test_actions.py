@@ -239,3 +239,32 @@ async def test_a_rerun_cancelled_before_its_attempt_ended_when_cancelled(
         await engine.cancel(up.run_id, by="ann")
         assert failed_at is not None
         assert _run_fields(up)["ended_at"] == h.clock.now().isoformat() != failed_at.isoformat()
+
+
+async def test_a_refusal_suggests_only_an_action_the_run_allows(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Refusals name a way out; it used to be one that was refused too (``kill`` on a failed run
+    said "cancel stops a run in any state", and cancelling it was refused)."""
+    h = harness(outcomes={"up.2026-10-19.1": [1]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=2, minutes=5)  # up running, down waiting for it
+        with pytest.raises(ActionError, match=r"it is waiting .*\(cancel stops this one\)"):
+            await engine.kill("down.2026-10-19.1")
+        with pytest.raises(ActionError, match=r"it is waiting .*\(cancel it first\)$"):
+            await engine.rerun("down.2026-10-19.1")
+        with pytest.raises(ActionError, match=r"it is running .*\(kill or cancel stops it\)"):
+            await engine.hold("up.2026-10-19.1")
+        with pytest.raises(ActionError, match=r"it is running .*\(kill or cancel it first\)"):
+            await engine.rerun("up.2026-10-19.1")
+        await h.advance(engine, hours=1)  # up failed (no retries); down blocked
+        assert engine.book.get("up.2026-10-19.1").state is RunState.FAILED
+        with pytest.raises(ActionError) as refused:
+            await engine.kill("up.2026-10-19.1")
+        assert "has finished" in str(refused.value) and "cancel" not in str(refused.value)
+        with pytest.raises(ActionError, match=r"it is failed .*\(rerun runs it again\)"):
+            await engine.hold("up.2026-10-19.1")
+        await engine.hold("down.2026-10-19.1")  # blocked by the failure: it may be held
+        with pytest.raises(ActionError, match=r"cannot hold down\.2026-10-19\.1: it is held$"):
+            await engine.hold("down.2026-10-19.1")
+        await engine.rerun("up.2026-10-19.1")  # the way out it named is allowed
