@@ -61,15 +61,13 @@ def _series_start(run: Run) -> datetime:
 
 def run_duration(run: Run, now: datetime) -> float | None:
     """Seconds from the first attempt of the run's current series to its last attempt's end
-    (to ``now`` while it is still going); None before it started."""
+    once the run has finished, to ``now`` while it is still going (running, waiting to try
+    again, held between attempts); None before it started."""
     if not run.attempts:
         return None
     start = _series_start(run)
     last = run.attempts[-1]
-    if last.ended_at is not None and (run.state.finished or run.state is not RunState.RUNNING):
-        end = last.ended_at
-    else:
-        end = now
+    end = last.ended_at if run.state.finished and last.ended_at is not None else now
     return max(0.0, (end - start).total_seconds())
 
 

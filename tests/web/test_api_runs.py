@@ -356,6 +356,23 @@ async def test_durations_grow_while_running_and_stay_once_finished(
             assert body["runs"][0]["duration_s"] == 60.0
 
 
+async def test_a_retrying_run_is_timed_up_to_now(tmp_path: Path, autojump_clock: object) -> None:
+    """Between attempts the run is still going: its duration grows, as the docs say, instead of
+    showing the failed attempt's end (``6ms / typ 10s`` while it waited to try again)."""
+    async with open_api(tmp_path, outcomes={"flaky": [1, 0]}) as api:
+        await api.engine.trigger("flaky", date(2026, 10, 16))
+        path = f"/api/v1/runs/flaky.{D}.1"
+        await api.advance(seconds=70)  # attempt 1 ran 60 s and failed; the retry is 1 min off
+        _, run = await api.get(path)
+        assert run["state"] == "retrying"
+        assert run["duration_s"] == pytest.approx(70, abs=1)
+        await api.advance(seconds=20)
+        assert (await api.get(path))[1]["duration_s"] == pytest.approx(90, abs=1)
+        await api.advance(minutes=5)
+        _, run = await api.get(path)
+        assert (run["state"], run["duration_s"]) == ("succeeded", 180.0)
+
+
 async def test_options_is_not_answered_without_a_token(tmp_path: Path) -> None:
     async with open_api(tmp_path) as api:
         client = api.app.test_client()
