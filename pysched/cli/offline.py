@@ -18,7 +18,7 @@ from pysched.cli.job_commands import remote_forecast
 from pysched.cli.output import error_exit, fail, print_json, print_table, problem_json
 from pysched.config import Config
 from pysched.config.hints import did_you_mean
-from pysched.engine.forecast import forecast
+from pysched.engine.forecast import FORECAST_DAYS_MAX, forecast
 from pysched.errors import ConfigError, CronError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
 from pysched.timing.cron import Cron
@@ -122,7 +122,13 @@ def validate(
     print_table(["JOB", "NEXT FIRING (job's zone)", "UTC", "RUN DATE"], rows)
 
 
-def _window(on: str | None, start: str | None, end: str | None, today: date) -> tuple[date, date]:
+OFFLINE_DAYS_MAX = 2 * 366
+"""The longest window ``forecast CONFIG`` works out, in days."""
+
+
+def _window(
+    on: str | None, start: str | None, end: str | None, today: date, *, remote: bool
+) -> tuple[date, date]:
     if on is not None and (start is not None or end is not None):
         raise typer.BadParameter("give either --date or --from/--to, not both", param_hint="--date")
     if on is not None:
@@ -131,7 +137,13 @@ def _window(on: str | None, start: str | None, end: str | None, today: date) -> 
     first = parse_date(start, "--from") if start is not None else today
     last = parse_date(end, "--to") if end is not None else first
     _check_order(first, last, given_from=start is not None)
-    if (last - first).days > 366 * 2:
+    if remote and (last - first).days >= FORECAST_DAYS_MAX:
+        raise typer.BadParameter(
+            f"the server forecasts at most {FORECAST_DAYS_MAX} days; give the config file "
+            "(forecast CONFIG) for a window of up to two years",
+            param_hint="--to",
+        )
+    if (last - first).days > OFFLINE_DAYS_MAX:
         raise typer.BadParameter("a window is at most two years", param_hint="--to")
     return first, last
 
@@ -164,12 +176,12 @@ def forecast_command(
     Given a CONFIG it works offline, from the file; without one it asks the running server,
     whose config is the one in force."""
     if config is None:
-        first, last = _window(on, start, end, datetime.now().astimezone().date())
+        first, last = _window(on, start, end, datetime.now().astimezone().date(), remote=True)
         remote_forecast(ctx, first, last, as_json=as_json)
         return
     loaded = _load(config, as_json)
     today = datetime.now(loaded.scheduler.timezone).date()
-    first, last = _window(on, start, end, today)
+    first, last = _window(on, start, end, today, remote=False)
     runs = forecast(loaded, first, last)
     if as_json:
         print_json([run.to_json() for run in runs])

@@ -21,6 +21,10 @@ from pysched.timing.schedule import Schedule
 
 Trigger = Literal["schedule", "dependency"]
 
+FORECAST_DAYS_MAX = 366
+"""The longest window the server forecasts, in days (the API's ``/forecast``; offline, with
+the config file, the CLI goes to two years: that is the caller's own CPU)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForecastRun:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from pysched.config.model import Config
-from pysched.engine.forecast import forecast
+from pysched.engine.forecast import FORECAST_DAYS_MAX, forecast
 from pysched.engine.runs import Run, RunState
 from pysched.launch.log_files import Stream, attempt_output
 from pysched.web.api_errors import ApiError
@@ -30,7 +30,6 @@ RUNS_LIMIT = 1_000
 RUNS_LIMIT_MAX = 10_000
 LOG_LIMIT = 64 * 1024
 LOG_LIMIT_MAX = 1024 * 1024
-FORECAST_DAYS_MAX = 366
 _STATES = ", ".join(state.value for state in RunState)
 
 

@@ -300,6 +300,18 @@ def test_jobs_table(api: FakeApi) -> None:
     assert lines[2].endswith("held")
 
 
+def test_a_remote_forecast_window_is_held_to_the_servers_limit(api: FakeApi) -> None:
+    """The server answers at most 366 days (a 422, exit 1, the operator found it out only after
+    asking); offline, with the config file, two years go."""
+    result = cli("forecast", "--from", "2026-01-01", "--to", "2027-01-02")  # 367 days
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.replace("│", " ").split())
+    assert "the server forecasts at most 366 days" in said and "forecast CONFIG" in said
+    assert api.requests == []
+    api.on("GET", "/api/v1/forecast", {"from": "2026-01-01", "to": "2027-01-01", "runs": []})
+    assert cli("forecast", "--from", "2026-01-01", "--to", "2027-01-01").exit_code == 0
+
+
 def test_remote_forecast_has_the_offline_shape(api: FakeApi) -> None:
     api.on(
         "GET",

@@ -105,6 +105,8 @@ def test_forecast_usage_errors_exit_2() -> None:
     assert run("forecast", EXAMPLE, "--date", "19/10/2026").exit_code == 2
     assert run("forecast", EXAMPLE, "--date", "2026-10-19", "--from", "2026-10-19").exit_code == 2
     assert run("forecast", EXAMPLE, "--from", "2026-10-19", "--to", "2026-10-01").exit_code == 2
+    assert run("forecast", EXAMPLE, "--from", "2026-01-01", "--to", "2028-01-04").exit_code == 2
+    assert run("forecast", EXAMPLE, "--from", "2026-01-01", "--to", "2027-06-30").exit_code == 0
 
 
 def test_calendar_lists_holidays_with_names() -> None:
