@@ -46,6 +46,11 @@ TOKEN_HINT = (
 )
 
 
+RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0)
+"""Seconds a following command (``watch``, ``log --follow``) waits before each try to reach the
+server again after losing it (a restart takes a few seconds); one try per entry, then exit 3."""
+
+
 def _no_transport() -> httpx.BaseTransport | None:
     return None
 

@@ -9,7 +9,8 @@ file the job wrote: the log is the command's own output, so unlike the server's 
 ``--follow`` polls every half second from where the last chunk ended. It stops when the attempt
 has ended and its log is read to the end (``complete``) and the run is finished; while the run
 goes on (a retry after a failed attempt) it moves on to the next attempt, with a note on stderr.
-Given ``--attempt N`` it stops at the end of that attempt. Ctrl-C stops it with exit 0.
+Given ``--attempt N`` it stops at the end of that attempt. Ctrl-C stops it with exit 0. A
+server that goes away meanwhile (a restart) is tried again, as ``watch`` does, before exit 3.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.arguments import RunIdArg, check_count
-from pysched.cli.client import Client, api_path, session
+from pysched.cli.client import (
+    RECONNECT_BACKOFF,
+    ApiError,
+    Client,
+    ServerUnreachable,
+    api_path,
+    session,
+)
 from pysched.cli.output import clean, error_exit, json_text, print_json
 from pysched.cli.run_display import FINISHED
 
@@ -53,7 +61,7 @@ def log(
     check_count(attempt, "--attempt")
     try:
         with session(ctx, as_json) as api:
-            tail = _Tail(api, run_id, stream, as_json=as_json)
+            tail = _Tail(api, run_id, stream, as_json=as_json, following=follow)
             number = attempt if attempt is not None else tail.latest(wait=follow)
             if number is None:
                 return
@@ -65,14 +73,43 @@ def log(
 class _Tail:
     """Reads one run's log, chunk by chunk, and writes it out."""
 
-    def __init__(self, api: Client, run_id: str, stream: str, *, as_json: bool) -> None:
+    def __init__(
+        self, api: Client, run_id: str, stream: str, *, as_json: bool, following: bool
+    ) -> None:
         self._api = api
+        self._following = following
         self._run_id = run_id
         self._stream = stream
         self._as_json = as_json
 
     def _run(self) -> dict[str, Any]:
-        return self._api.get(api_path("/api/v1/runs", self._run_id))
+        return self._get(api_path("/api/v1/runs", self._run_id))
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """``api.get``; while following, a server that went away (a restart) is tried again a
+        few times, waiting longer each time, before giving up as ``watch`` does (exit 3)."""
+        failures = 0
+        while True:
+            try:
+                return self._api.get(path, params=params)
+            except ServerUnreachable as exc:
+                if not self._following:
+                    raise
+                reason = exc.reason
+            except ApiError as exc:
+                if not self._following or exc.status != 503:  # 503: stopping or starting
+                    raise
+                reason = exc.message
+            if failures == len(RECONNECT_BACKOFF):
+                raise ServerUnreachable(
+                    self._api.url, f"{reason}; gave up after {failures} tries"
+                ) from None
+            delay = RECONNECT_BACKOFF[failures]
+            failures += 1
+            typer.echo(
+                f"note: lost the server ({clean(reason)}); trying again in {delay:g}s", err=True
+            )
+            sleep(delay)
 
     def latest(self, *, wait: bool) -> int | None:
         """The latest attempt with a log; with ``wait``, polls until there is one (None if the
@@ -102,7 +139,7 @@ class _Tail:
         offset = 0
         chunks: list[dict[str, Any]] = []
         while True:
-            chunk: dict[str, Any] = self._api.get(
+            chunk: dict[str, Any] = self._get(
                 api_path("/api/v1/runs", self._run_id, "attempts", str(number), "log"),
                 params={"stream": self._stream, "offset": offset, "limit": CHUNK},
             )

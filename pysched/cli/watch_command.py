@@ -17,12 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.client import ApiError, Client, ServerUnreachable, session
+from pysched.cli.client import RECONNECT_BACKOFF, ApiError, Client, ServerUnreachable, session
 from pysched.cli.output import clean, json_text
 from pysched.cli.run_display import event_line
 from pysched.cli.sse import ServerEvent, read_events
 
-BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0)
+BACKOFF = RECONNECT_BACKOFF
 """Seconds to wait before each reconnection after a drop; one try per entry."""
 
 sleep: Callable[[float], None] = time.sleep

@@ -207,6 +207,44 @@ def test_follow_json_prints_nothing_for_a_poll_that_found_nothing(
     assert len(sleeps) == 3
 
 
+def test_follow_rides_out_a_server_restart(api: FakeApi, sleeps: list[float]) -> None:
+    """``watch`` reconnected after a restart; ``log --follow`` exited 3 at once."""
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    polls = iter(
+        [
+            lambda _r: chunk(1, "one\ntwo\n", 0, 4, ended=False),
+            refused,
+            refused,
+            lambda _r: chunk(1, "one\ntwo\n", 4, 100, ended=True),
+        ]
+    )
+    api.on("GET", RUN_PATH, run_json(RUN_ID, attempts=[attempt(1)]))
+    api.on("GET", f"{RUN_PATH}/attempts/1/log", lambda r: next(polls)(r))
+    result = cli("log", RUN_ID, "--follow", "--attempt", "1")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "one\ntwo\n"
+    assert result.stderr.count("note: lost the server") == 2
+    assert sleeps == [0.5, 1.0]  # the first two waits to reconnect
+
+
+def test_follow_gives_up_on_a_server_that_stays_away(api: FakeApi, sleeps: list[float]) -> None:
+    api.refuse = True  # from the first request on: the run is asked for first
+    result = cli("log", RUN_ID, "--follow")
+    assert result.exit_code == 3, result.output
+    assert "gave up after 5 tries" in " ".join(result.stderr.split())
+    assert sleeps == [0.5, 1.0, 2.0, 4.0, 8.0]
+
+
+def test_without_follow_an_unreachable_server_is_exit_3_at_once(api: FakeApi) -> None:
+    api.refuse = True
+    result = cli("log", RUN_ID)
+    assert result.exit_code == 3
+    assert "lost the server" not in result.stderr
+
+
 def test_follow_a_given_attempt_stops_at_its_end(api: FakeApi, sleeps: list[float]) -> None:
     growing = Growing()
     serve_growing(api, growing)
