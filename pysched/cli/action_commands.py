@@ -82,6 +82,12 @@ def backfill(
     runs: list[dict[str, Any]] = answer.get("runs") or []
     for run in runs:
         typer.echo(run_line(run))
+    if not runs:
+        typer.echo(
+            f"0 runs created: no day from {first} to {last} is a business day of {clean(job)}'s "
+            "calendar (see pysched calendar CONFIG NAME)"
+        )
+        return
     typer.echo(f"{len(runs)} run{'s' if len(runs) != 1 else ''} created")
 
 

@@ -202,6 +202,16 @@ def test_hold_and_release_job(api: FakeApi) -> None:
     assert api.body() == {"why": "vendor back"}
 
 
+def test_a_backfill_that_creates_nothing_says_why(api: FakeApi) -> None:
+    api.on("POST", "/api/v1/jobs/extract/backfill", {"runs": []}, status=201)
+    result = cli("backfill", "extract", "--from", "2026-10-10", "--to", "2026-10-11")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        "0 runs created: no day from 2026-10-10 to 2026-10-11 is a business day of extract's "
+        "calendar (see pysched calendar CONFIG NAME)"
+    )
+
+
 def test_backfill(api: FakeApi) -> None:
     runs = [run_json(f"extract.2026-10-{d}.1", state="scheduled") for d in (15, 16)]
     api.on("POST", "/api/v1/jobs/extract/backfill", {"runs": runs}, status=201)
