@@ -949,6 +949,13 @@ class EngineCore:
         finally:
             self._recovered_one()
         watch.handle = found
+        minder = found.info.get("minder_pid")
+        log.info(
+            "%s attempt %d is still running%s: adopted, and watched to its end",
+            run_id,
+            watch.number,
+            f" (minder pid {minder})" if isinstance(minder, int) else "",
+        )
         await self._wait_attempt(run_id, found, watch, started_at=attempt.started_at)
 
     def _recovered_one(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import date, timedelta
 
 import pytest
@@ -58,13 +59,17 @@ async def test_catch_up_policies(
 
 
 async def test_running_attempt_adopted_after_restart(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = Harness(config_from(hourly("latest")), durations={"tick": timedelta(minutes=40)})
     async with h.engine() as engine:
         await h.advance(engine, hours=1, minutes=10)
         assert states(engine) == {"tick.2026-10-19.1": "running"}
+    caplog.set_level(logging.INFO, logger="pysched")
     async with h.engine(store=h.store.reopen()) as engine:
+        await engine.settle()
+        # the operator reads it in the log: no state changes, so no event says it
+        assert "tick.2026-10-19.1 attempt 1 is still running: adopted" in caplog.text
         run = engine.book.get("tick.2026-10-19.1")
         assert run.state is RunState.RUNNING  # adopted: still running at 01:10
         await h.advance(engine, minutes=31)
