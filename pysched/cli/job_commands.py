@@ -17,6 +17,28 @@ from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import local_time, paint_state
 
 
+def _after(job: dict[str, Any]) -> str:
+    """A dependency-only job's SCHEDULE cell: ``after load``, ``after load fails``,
+    ``after load (previous day)``; ``manual`` with no dependency."""
+    parts: list[str] = []
+    names: list[str] = job.get("depends_on") or []
+    listed: list[dict[str, Any]] = job.get("dependencies") or [{"job": n} for n in names]
+    for dependency in listed:
+        text = str(dependency.get("job", ""))
+        on = dependency.get("on")
+        if on == "failure":
+            text += " fails"
+        elif on == "done":
+            text += " ends"
+        offset = dependency.get("date_offset") or 0
+        if offset == -1:
+            text += " (previous business day)"
+        elif offset:
+            text += f" ({-int(offset)} business days before)"
+        parts.append(text)
+    return "after " + ", ".join(parts) if parts else "manual"
+
+
 def jobs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the server's JSON.")] = False,
@@ -29,8 +51,7 @@ def jobs(
     rows: list[list[str]] = []
     for job in listed:
         firings: list[str] = job.get("next_firings") or []
-        depends: list[str] = job.get("depends_on") or []
-        schedule = job.get("schedule") or ("after " + ", ".join(depends) if depends else "manual")
+        schedule = job.get("schedule") or _after(job)
         if not job.get("enabled", True):
             schedule += " (disabled)"
         rows.append(

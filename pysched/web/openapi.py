@@ -91,6 +91,12 @@ _JOB = _object(
         "pool": _NSTR,
         "priority": _INT,
         "depends_on": {"type": "array", "items": _STR},
+        "dependencies": {
+            "type": "array",
+            "items": _object(
+                {"job": _STR, "on": {"enum": ["success", "failure", "done"]}, "date_offset": _INT}
+            ),
+        },
         "enabled": _BOOL,
         "held": _BOOL,
         "next_firings": {"type": "array", "items": _TIME},

@@ -198,6 +198,10 @@ def job_view(
         "pool": job.pool,
         "priority": job.priority,
         "depends_on": [dependency.job for dependency in job.depends_on],
+        "dependencies": [
+            {"job": d.job, "on": d.condition.value, "date_offset": d.date_offset}
+            for d in job.depends_on
+        ],
         "enabled": job.enabled,
         "held": held,
         "next_firings": [instant.isoformat() for instant in next_firings],

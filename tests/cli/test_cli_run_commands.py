@@ -310,6 +310,25 @@ def test_jobs_table(api: FakeApi) -> None:
     assert lines[2].endswith("held")
 
 
+def test_jobs_table_says_what_a_dependency_waits_for(api: FakeApi) -> None:
+    """``cleanup`` ran only when ``load`` failed, but the table said ``after load``."""
+    cleanup = {
+        "name": "cleanup",
+        "schedule": None,
+        "depends_on": ["load", "extract"],
+        "dependencies": [
+            {"job": "load", "on": "failure", "date_offset": 0},
+            {"job": "extract", "on": "done", "date_offset": -1},
+        ],
+        "next_firings": [],
+        "recent_runs": [],
+    }
+    api.on("GET", "/api/v1/jobs", {"jobs": [cleanup]})
+    result = cli("jobs")
+    assert result.exit_code == 0, result.output
+    assert "after load fails, extract ends (previous business day)" in result.stdout
+
+
 def test_a_remote_forecast_window_is_held_to_the_servers_limit(api: FakeApi) -> None:
     """The server answers at most 366 days (a 422, exit 1, the operator found it out only after
     asking); offline, with the config file, two years go."""

@@ -60,6 +60,9 @@ async def test_jobs_show_next_firings_and_recent_runs(
         assert len(jobs["extract"]["next_firings"]) == 3
         assert jobs["transform"]["next_firings"] == []
         assert jobs["transform"]["depends_on"] == ["extract"]
+        assert jobs["transform"]["dependencies"] == [
+            {"job": "extract", "on": "success", "date_offset": 0}
+        ]
         assert [r["run_id"] for r in jobs["extract"]["recent_runs"]] == ["extract.2026-10-19.1"]
         status, one = await api.get("/api/v1/jobs/extract")
         assert status == 200 and len(one["next_firings"]) == 10
