@@ -78,6 +78,16 @@ def test_status_says_when_the_list_is_cut_short(api: FakeApi) -> None:
     )
 
 
+def test_status_of_a_job_the_server_does_not_have_says_so(api: FakeApi) -> None:
+    api.on("GET", "/api/v1/runs", {"runs": [], "count": 0})
+    result = cli("status", "--job", "extrct")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == "0 runs"
+    assert "note: the server has no job named 'extrct'" in result.stderr
+    api.on("GET", "/api/v1/jobs/extract", {"name": "extract"})
+    assert "note" not in cli("status", "--job", "extract").stderr  # a job with no runs yet
+
+
 def test_status_filters_and_json(api: FakeApi) -> None:
     answer = {"runs": RUNS[:1], "count": 1}
     api.on("GET", "/api/v1/runs", answer)
