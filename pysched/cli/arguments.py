@@ -53,9 +53,13 @@ def text_problem(text: str, *, optional: bool) -> str | None:
     return None
 
 
-JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
+# the metavars as the docs write them (typer's own reads ``{run_id}``)
+JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False, metavar="JOB")]
 RunIdArg = Annotated[
-    str, typer.Argument(help="A run id, like fetch-rates.2026-10-16.1.", show_default=False)
+    str,
+    typer.Argument(
+        help="A run id, like fetch-rates.2026-10-16.1.", show_default=False, metavar="RUN_ID"
+    ),
 ]
 
 
