@@ -62,10 +62,10 @@ def log(
     try:
         with session(ctx, as_json) as api:
             tail = _Tail(api, run_id, stream, as_json=as_json, following=follow)
-            number = attempt if attempt is not None else tail.latest(wait=follow)
+            number = attempt if attempt is not None else tail.latest()
             if number is None:
                 return
-            tail.read(number, follow=follow, fixed=attempt is not None)
+            tail.read(number, fixed=attempt is not None)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 
@@ -111,8 +111,8 @@ class _Tail:
             )
             sleep(delay)
 
-    def latest(self, *, wait: bool) -> int | None:
-        """The latest attempt with a log; with ``wait``, polls until there is one (None if the
+    def latest(self) -> int | None:
+        """The latest attempt with a log; while following, polls until there is one (None if the
         run finishes first)."""
         while True:
             run = self._run()
@@ -120,7 +120,7 @@ class _Tail:
             if number is not None:
                 return number
             state = str(run.get("state", ""))
-            if not wait:
+            if not self._following:
                 raise error_exit(
                     f"run {self._run_id} ({state}) {_why_no_log(run)}",
                     as_json=self._as_json,
@@ -135,7 +135,7 @@ class _Tail:
                 return None
             sleep(POLL_SECONDS)
 
-    def read(self, number: int, *, follow: bool, fixed: bool) -> None:
+    def read(self, number: int, *, fixed: bool) -> None:
         offset = 0
         chunks: list[dict[str, Any]] = []
         while True:
@@ -143,11 +143,11 @@ class _Tail:
                 api_path("/api/v1/runs", self._run_id, "attempts", str(number), "log"),
                 params={"stream": self._stream, "offset": offset, "limit": CHUNK},
             )
-            self._emit(chunk, follow=follow, chunks=chunks)
+            self._emit(chunk, chunks=chunks)
             offset = int(chunk.get("next_offset", offset))
             if offset < int(chunk.get("size", 0)):
                 continue  # more is there already: no need to wait
-            if not follow:
+            if not self._following:
                 break
             if chunk.get("complete"):
                 if fixed:
@@ -171,9 +171,9 @@ class _Tail:
                 }
             )
 
-    def _emit(self, chunk: dict[str, Any], *, follow: bool, chunks: list[dict[str, Any]]) -> None:
+    def _emit(self, chunk: dict[str, Any], *, chunks: list[dict[str, Any]]) -> None:
         if self._as_json:
-            if follow:
+            if self._following:
                 # a poll that found nothing new prints nothing (twice a second, for hours);
                 # the chunk that says the attempt is complete is always printed
                 if chunk.get("data") or chunk.get("complete"):

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.arguments import RunIdArg, parse_date
-from pysched.cli.client import ApiError, api_path, ask, session
+from pysched.cli.client import ApiError, Client, ServerUnreachable, api_path, session
 from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import (
     duration_cell,
@@ -59,25 +59,25 @@ def status(
         "state": parse_state(state) if state is not None else None,
         "limit": limit,
     }
-    answer = ask(ctx, as_json, "GET", "/api/v1/runs", params=params)
-    if answer is None:
-        return
-    runs: list[dict[str, Any]] = answer.get("runs") or []
-    total = answer.get("count")
-    print_status(runs, total if isinstance(total, int) else len(runs))
-    if not runs and job is not None and not _job_exists(ctx, job):
-        typer.echo(f"note: the server has no job named {clean(job)!r}", err=True)
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.get("/api/v1/runs", params=params)
+        if as_json:
+            print_json(answer)
+            return
+        runs: list[dict[str, Any]] = answer.get("runs") or []
+        total = answer.get("count")
+        print_status(runs, total if isinstance(total, int) else len(runs))
+        if not runs and job is not None and not _job_exists(api, job):
+            typer.echo(f"note: the server has no job named {clean(job)!r}", err=True)
 
 
-def _job_exists(ctx: typer.Context, job: str) -> bool:
+def _job_exists(api: Client, job: str) -> bool:
     """Whether the server knows ``job`` (True if it cannot tell: the note is only a help)."""
     try:
-        with session(ctx, False) as api:
-            try:
-                api.get(api_path("/api/v1/jobs", job))
-            except ApiError as exc:
-                return exc.status != 404
-    except typer.Exit:  # the server went away meanwhile (said on stderr): no note
+        api.get(api_path("/api/v1/jobs", job))
+    except ApiError as exc:
+        return exc.status != 404
+    except ServerUnreachable:
         return True
     return True
 

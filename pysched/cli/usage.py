@@ -19,6 +19,7 @@ typer builds each command as a ``TyperCommand`` and each group of commands as a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -151,11 +152,10 @@ def _recording_order(parser: Any, ctx: Context) -> Any:
 
 def check_given_once(ctx: Context) -> None:
     """Raise ``BadParameter`` for an option that takes one value and was given more than once."""
-    order: list[Parameter] = ctx.meta.pop(_ORDER, [])
-    for param in order:
+    met: list[Parameter] = ctx.meta.pop(_ORDER, [])
+    for param, times in Counter(met).items():
         if not isinstance(param, TyperOption) or param.multiple or param.count or param.is_flag:
             continue
-        times = sum(1 for met in order if met is param)
         if times > 1:
             raise typer.BadParameter(
                 f"given {times} times, but only one value counts: give it once",

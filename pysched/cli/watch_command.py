@@ -4,8 +4,8 @@ It follows ``GET /api/v1/events`` (server-sent events). When the connection drop
 restarts, a proxy times out), it reconnects with ``Last-Event-ID`` set to the last event it
 printed, so nothing is missed and nothing repeats; if the server no longer holds events that far
 back it sends ``reset`` and a note says some were missed. A first connection that fails exits 3
-at once; after a drop it tries ``len(BACKOFF)`` times, waiting longer each time, then exits 3.
-Ctrl-C stops it with exit 0.
+at once; after a drop it tries ``len(RECONNECT_BACKOFF)`` times, waiting longer each time, then
+exits 3. Ctrl-C stops it with exit 0.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from pysched.cli.client import RECONNECT_BACKOFF, ApiError, Client, ServerUnreac
 from pysched.cli.output import clean, json_text
 from pysched.cli.run_display import event_line
 from pysched.cli.sse import ServerEvent, read_events
-
-BACKOFF = RECONNECT_BACKOFF
-"""Seconds to wait before each reconnection after a drop; one try per entry."""
 
 sleep: Callable[[float], None] = time.sleep
 """How ``watch`` waits before reconnecting (tests replace it)."""
@@ -74,11 +71,11 @@ class _Watch:
                     raise
                 reason = exc.message
             failures += 1
-            if failures > len(BACKOFF):
+            if failures > len(RECONNECT_BACKOFF):
                 raise ServerUnreachable(
                     self._api.url, f"{reason}; gave up after {failures - 1} tries"
                 )
-            delay = BACKOFF[failures - 1]
+            delay = RECONNECT_BACKOFF[failures - 1]
             typer.echo(
                 f"note: event stream lost ({clean(reason)}); reconnecting in {delay:g}s", err=True
             )
