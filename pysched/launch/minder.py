@@ -194,9 +194,8 @@ def make_folders(path: str) -> None:
                 raise
 
 
-def _log_file(path: str, flags: int) -> int:
-    """``open(..., opener=_log_file)``: a new file gets ``LOG_FILE_MODE``."""
-    return os.open(path, flags, LOG_FILE_MODE)
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+"""How the minder opens the command's output files."""
 
 
 def write_atomically(path: str, payload: "dict[str, Any]") -> None:
@@ -204,10 +203,14 @@ def write_atomically(path: str, payload: "dict[str, Any]") -> None:
     folder_path, name = os.path.split(path)
     make_folders(folder_path)
     tmp = os.path.join(folder_path, f".{name}.{os.getpid()}.tmp")
-    with open(tmp, "wb", opener=_log_file) as f:
-        f.write(_dumps(payload).encode())
-        f.flush()
-        os.fsync(f.fileno())
+    data = memoryview(_dumps(payload).encode())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, LOG_FILE_MODE)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
     folder = os.open(folder_path or ".", os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -426,8 +429,15 @@ def run(job: "dict[str, Any]") -> int:
 
     started_at = _now()
     try:
-        with open(out, "ab", opener=_log_file) as out_f, open(err, "ab", opener=_log_file) as err_f:
-            child = _start(argv, env, cwd, out_f.fileno(), err_f.fileno())
+        out_fd = os.open(out, _APPEND, LOG_FILE_MODE)
+        try:
+            err_fd = os.open(err, _APPEND, LOG_FILE_MODE)
+            try:
+                child = _start(argv, env, cwd, out_fd, err_fd)
+            finally:
+                os.close(err_fd)
+        finally:
+            os.close(out_fd)
     except OSError as exc:
         # Name the program (or folder), never the environment, and never a secret in them:
         # the shown forms go in before formatting (``!r`` would escape a raw one past a replace)

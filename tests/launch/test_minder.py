@@ -93,18 +93,33 @@ def test_secrets_never_reach_the_note_the_started_file_or_the_minders_output(tmp
     assert SECRET.encode() not in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("where", ["program", "cwd"])
+@pytest.mark.parametrize("where", ["program", "on-path", "not-executable", "cwd"])
 def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, where):
-    if where == "program":
-        job = job_for(tmp_path, ["/no/such/program"])
-    else:
-        job = job_for(tmp_path, ["/bin/true"], cwd=str(tmp_path / "missing"))
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    missing = tmp_path / "missing"
+    job, error = {
+        "program": (
+            job_for(tmp_path, ["/no/such/program"]),
+            "cannot start '/no/such/program': No such file or directory (/no/such/program)",
+        ),
+        "on-path": (
+            job_for(tmp_path, ["no-such-program-x1"]),
+            "cannot start 'no-such-program-x1': No such file or directory (no-such-program-x1)",
+        ),
+        "not-executable": (
+            job_for(tmp_path, [str(plain)]),
+            f"cannot start {str(plain)!r}: Permission denied ({plain})",
+        ),
+        "cwd": (
+            job_for(tmp_path, ["/bin/true"], cwd=str(missing)),
+            f"cannot start '/bin/true': No such file or directory ({missing})",
+        ),
+    }[where]
     done = run_minder(job)
     assert done.returncode == 0
     note = read(job, "note")
-    assert note["exit_code"] is None
-    assert note["signal"] is None
-    assert "cannot start" in str(note["error"])
+    assert (note["exit_code"], note["signal"], note["error"]) == (None, None, error)
     assert SECRET not in json.dumps(note)
     assert not Path(str(job["started"])).exists()
 
