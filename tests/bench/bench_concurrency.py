@@ -27,6 +27,14 @@ Figures (last line, JSON):
 - ``scheduler_cpu_s``: the CPU time of the bench's own process (the engine) over the burst;
   ``machine_cpu_s``: the whole machine's busy CPU over the same window (``/proc/stat``), so the
   rest is the minder host, the minders and the commands.
+- ``all_running_s``, ``scheduler_cpu_starting_s`` / ``machine_cpu_starting_s``: when the
+  first poll found every run ``running`` (or over), and the two CPU figures up to then. A run is
+  ``running`` once its minder is forked; the minders start their commands after that, so this
+  is when the engine's own part of the start is done. Null when no poll saw it;
+- ``launcher_alone_s``, ``launcher_alone_ratio`` and ``launcher_alone_*_start_s``: the same
+  200 attempts through the local launcher alone (minder host and minders, no engine, journal or
+  book), measured after the engine's run. Beyond the floor, this is what the minders cost;
+  between it and ``wall_s``, what the engine costs.
 
 The process uses the cyclic collector as ``pysched serve`` does (``tune_for_service``, and the
 start-up heap frozen before the burst): with the defaults, a full collection of everything the
@@ -43,7 +51,7 @@ import os
 import statistics
 import tempfile
 import time
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import trio
@@ -51,6 +59,7 @@ import trio
 from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
+from pysched.launch.base import AttemptSpec
 from pysched.launch.local import LocalLauncher
 from pysched.store import Store
 from pysched.timing.clock import RealClock
@@ -141,6 +150,10 @@ def spans(intervals: list[tuple[float, float]], begun: float) -> dict[str, float
     }
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
 def machine_busy_s() -> float:
     """CPU seconds the whole machine has been busy since boot (``/proc/stat``: all but idle
     and iowait)."""
@@ -153,6 +166,47 @@ def read_interval(log_dir: Path, run_id: str, job: str, run_date: str) -> tuple[
     note = json.loads((log_dir / job / run_date / f"{run_id}.1.note.json").read_text())
     start = datetime.fromisoformat(note["started_at"]).timestamp()
     return start, datetime.fromisoformat(note["ended_at"]).timestamp()
+
+
+async def launcher_alone(jobs: int, tmp: Path) -> dict:
+    """The same 200 attempts started straight through the local launcher (its minder host and
+    minders), without the engine: no journal, no book, no events. What this takes beyond the
+    floor is the minders' own cost; what the engine takes beyond this is the engine's."""
+    log_dir = tmp / "logs"
+    launcher = LocalLauncher(log_dir)
+    await launcher.prepare()
+    today = date.today()
+    specs = [
+        AttemptSpec(
+            run_id=f"s{i:03d}.{today.isoformat()}.1",
+            job=f"s{i:03d}",
+            run_date=today,
+            attempt=1,
+            argv=("sleep", "1"),
+            scheduled_for=datetime.now(UTC),
+        )
+        for i in range(jobs)
+    ]
+    failed = 0
+
+    async def one(spec: AttemptSpec) -> None:
+        nonlocal failed
+        handle = await launcher.start(spec)
+        failed += not (await handle.wait()).succeeded
+
+    try:
+        t0 = time.perf_counter()
+        begun_wall = time.time()
+        async with trio.open_nursery() as nursery:
+            for spec in specs:
+                nursery.start_soon(one, spec)
+        wall = time.perf_counter() - t0
+    finally:
+        launcher.close()
+    intervals = await trio.to_thread.run_sync(
+        lambda: [read_interval(log_dir, s.run_id, s.job, s.run_date.isoformat()) for s in specs]
+    )
+    return {"wall_s": wall, "failed": failed, "spans": spans(intervals, begun_wall)}
 
 
 async def through_engine(jobs: int, tmp: Path) -> dict:
@@ -182,10 +236,19 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
             async with trio.open_nursery() as burst:
                 for name in names:
                     burst.start_soon(trigger, name)
+            cpu_starting = machine_starting = all_running = None
             while True:
                 runs = list(engine.book)
                 running = sum(1 for run in runs if run.state is RunState.RUNNING)
                 peak_running = max(peak_running, running)
+                if (
+                    cpu_starting is None
+                    and len(runs) == jobs
+                    and all(run.state is RunState.RUNNING or run.state.finished for run in runs)
+                ):
+                    cpu_starting = time.process_time() - cpu0
+                    all_running = time.perf_counter() - t0
+                    machine_starting = machine_busy_s() - machine0
                 if all(run.state.finished for run in runs) and len(runs) == jobs:
                     break
                 await trio.sleep(TICK)
@@ -211,6 +274,9 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
         "spans": spans(intervals, begun_wall),
         "cpu_s": cpu,
         "machine_s": machine,
+        "cpu_starting_s": cpu_starting,
+        "all_running_s": all_running,
+        "machine_starting_s": machine_starting,
         "error": error,
     }
 
@@ -222,8 +288,13 @@ async def main_async(jobs: int) -> None:
         f"floor (bare trio.run_process x{jobs}): {bare['wall_s']:.3f} s, "
         f"peak {bare['peak']} alive, ticker p99 {percentile(bare['lags'], 0.99):.1f} ms"
     )
+    # one folder for both, deleted only after both: deleting thousands of files makes new
+    # ones dearer for a while on some file systems (see docs/benchmarks.md)
     with tempfile.TemporaryDirectory() as tmp:
-        result = await through_engine(jobs, Path(tmp))
+        (Path(tmp) / "engine").mkdir()
+        (Path(tmp) / "launcher").mkdir()
+        result = await through_engine(jobs, Path(tmp) / "engine")
+        alone = await launcher_alone(jobs, Path(tmp) / "launcher")
     lags = result["lags"]
     p50, p99, worst = percentile(lags, 0.5), percentile(lags, 0.99), max(lags, default=0.0)
     print(
@@ -237,6 +308,10 @@ async def main_async(jobs: int) -> None:
     print(
         f"ticker during the burst: {len(lags)} wakes, p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
         f"max {worst:.2f} ms, mean {statistics.fmean(lags) if lags else 0:.2f} ms"
+    )
+    print(
+        f"launcher alone (no engine): {alone['wall_s']:.3f} s, {alone['failed']} failed, "
+        f"last command started at {alone['spans'].get('last_start_s')} s"
     )
     ratio = result["wall_s"] / bare["wall_s"]
     goals = [
@@ -266,6 +341,12 @@ async def main_async(jobs: int) -> None:
                 **result["spans"],
                 "scheduler_cpu_s": round(result["cpu_s"], 3),
                 "machine_cpu_s": round(result["machine_s"], 3),
+                "scheduler_cpu_starting_s": _rounded(result["cpu_starting_s"]),
+                "machine_cpu_starting_s": _rounded(result["machine_starting_s"]),
+                "all_running_s": _rounded(result["all_running_s"]),
+                "launcher_alone_s": round(alone["wall_s"], 3),
+                "launcher_alone_ratio": round(alone["wall_s"] / bare["wall_s"], 3),
+                **{f"launcher_alone_{key}": value for key, value in alone["spans"].items()},
                 **{f"floor_{key}": value for key, value in bare["spans"].items()},
             }
         )
