@@ -1,5 +1,5 @@
 """``python -m pysched``: the same as the ``pysched`` command."""
 
-from pysched.cli import main
+from pysched.entry import main
 
 main()
