@@ -25,7 +25,8 @@ from typing import Any
 
 import typer
 
-# typer 0.29 carries its own copy of click and exports only BadParameter from it
+# typer 0.29 carries its own copy of click and exports only BadParameter from it; pyproject.toml
+# holds typer below 0.30, so a release that moves these is taken on purpose, with the tests run
 from typer._click.core import Context, Parameter
 from typer._click.exceptions import NoSuchOption, UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
