@@ -33,6 +33,7 @@ ShaArg = Annotated[
         help="A version's SHA-256, or a unique prefix of 6+.",
         show_default=False,
         callback=_version,
+        metavar="SHA",
     ),
 ]
 
@@ -78,10 +79,16 @@ def show(ctx: typer.Context, sha: ShaArg, as_json: JsonOpt = False) -> None:
 def diff(
     ctx: typer.Context,
     old: Annotated[
-        str, typer.Argument(help="The older version (SHA-256 or prefix).", callback=_version)
+        str,
+        typer.Argument(
+            help="The older version (SHA-256 or prefix).", callback=_version, metavar="A"
+        ),
     ],
     new: Annotated[
-        str, typer.Argument(help="The newer version (SHA-256 or prefix).", callback=_version)
+        str,
+        typer.Argument(
+            help="The newer version (SHA-256 or prefix).", callback=_version, metavar="B"
+        ),
     ],
     as_json: JsonOpt = False,
 ) -> None:

@@ -25,7 +25,13 @@ from pysched.timing.cron import Cron
 
 ConfigArg = Annotated[
     Path,
-    typer.Argument(help="The YAML config file.", show_default=False, exists=True, dir_okay=False),
+    typer.Argument(
+        help="The YAML config file.",
+        show_default=False,
+        exists=True,
+        dir_okay=False,
+        metavar="CONFIG",
+    ),
 ]
 """A config file that does not exist is a usage mistake (exit 2), as it is for ``-c``."""
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -164,6 +170,7 @@ def forecast_command(
             show_default=False,
             exists=True,
             dir_okay=False,
+            metavar="CONFIG",
         ),
     ] = None,
     on: Annotated[str | None, typer.Option("--date", help="One day, YYYY-MM-DD.")] = None,
@@ -202,7 +209,7 @@ def forecast_command(
 
 def calendar_command(
     config: ConfigArg,
-    name: Annotated[str, typer.Argument(help="The calendar's name in the config.")],
+    name: Annotated[str, typer.Argument(help="The calendar's name in the config.", metavar="NAME")],
     start: Annotated[str | None, typer.Option("--from", help="First day (default today).")] = None,
     end: Annotated[str | None, typer.Option("--to", help="Last day (default +30 days).")] = None,
     as_json: JsonOpt = False,
@@ -268,7 +275,7 @@ def calendar_command(
 
 
 def cron_next(
-    expression: Annotated[str, typer.Argument(help="A cron expression, quoted.")],
+    expression: Annotated[str, typer.Argument(help="A cron expression, quoted.", metavar="EXPR")],
     tz: Annotated[str, typer.Option("--tz", help="IANA time zone.")] = "UTC",
     after: Annotated[
         str | None, typer.Option("--after", help="ISO instant to start after (default now).")

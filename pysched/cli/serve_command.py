@@ -28,6 +28,7 @@ def serve_command(
             show_default=False,
             exists=True,
             dir_okay=False,
+            metavar="CONFIG",
         ),
     ] = None,
     listen: Annotated[
@@ -43,8 +44,9 @@ def serve_command(
         typer.Option("--log-format", help="human lines, or one JSON object per line."),
     ] = LogFormat.HUMAN,
 ) -> None:
-    """Run the scheduler until SIGTERM or SIGINT (running attempts stay with their minders);
-    SIGHUP reloads the config."""
+    """Run the scheduler until SIGTERM or SIGINT; SIGHUP reloads the config.
+
+    A stop leaves running attempts to their minders: the next start adopts them."""
     import trio
 
     from pysched.config import load_config

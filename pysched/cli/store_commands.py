@@ -26,7 +26,10 @@ def _state_dir(text: str) -> Path:
 StateDirArg = Annotated[
     Path,
     typer.Argument(
-        help="The scheduler's state dir (its journal).", show_default=False, parser=_state_dir
+        help="The scheduler's state dir (its journal).",
+        show_default=False,
+        parser=_state_dir,
+        metavar="STATE_DIR",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]

@@ -34,7 +34,9 @@ from pysched.errors import TokenFileError
 from pysched.tokens import Role, check_name, first_admin_token, load_tokens, parse_role, save_tokens
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the server's JSON.")]
-NameArg = Annotated[str, typer.Argument(help="The token's name (in the audit trail).")]
+NameArg = Annotated[
+    str, typer.Argument(help="The token's name (in the audit trail).", metavar="NAME")
+]
 SHOWN_ONCE = "note: this token is shown only once — store it now; the server keeps only its hash"
 
 
