@@ -122,9 +122,21 @@ class Tokens:
         return Tokens((*self.entries, entry)), secret
 
     def without(self, name: str) -> Tokens:
-        if self.get(name) is None:
+        """A new set without the token ``name``: ``LookupError`` if there is none, and
+        ``ValueError`` if it is the last ``admin`` token. Without one, nobody could create or
+        revoke tokens, or reload, through the API until the scheduler was stopped and given a
+        fresh tokens file: an operator who means to replace it creates the new one first."""
+        entry = self.get(name)
+        if entry is None:
             raise LookupError(f"no token named {name!r}")
-        return Tokens(tuple(entry for entry in self.entries if entry.name != name))
+        rest = Tokens(tuple(other for other in self.entries if other.name != name))
+        if entry.role is Role.ADMIN and not any(e.role is Role.ADMIN for e in rest.entries):
+            raise ValueError(
+                f"token {name!r} is the last admin token: without one, nobody could create or "
+                "revoke tokens, or reload, through the API; create another first "
+                "(pysched token create NAME --role admin), then revoke this one"
+            )
+        return rest
 
 
 def check_name(name: str) -> None:

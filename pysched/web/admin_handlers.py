@@ -146,5 +146,7 @@ async def revoke_token(call: Call) -> Reply:
         await call.context.tokens.revoke(name)
     except LookupError:  # revoked meanwhile
         raise ApiError(404, f"no token named {name!r}") from None
+    except ValueError as exc:  # the last admin token
+        raise ApiError(409, str(exc)) from None
     await call.engine.audit("token_revoke", name, by=call.who)
     return 200, {"revoked": name}

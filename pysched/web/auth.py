@@ -54,7 +54,8 @@ class TokenBook:
         return entry, secret
 
     async def revoke(self, name: str) -> None:
-        """Remove a token (``LookupError`` if there is none of that name)."""
+        """Remove a token (``LookupError`` if there is none of that name, ``ValueError`` if it
+        is the last admin token: see ``Tokens.without``)."""
         async with self._lock:
             await self._save((await self._current()).without(name))
 

@@ -155,6 +155,7 @@ ROUTES: tuple[Route, ...] = (
                 Param(name="role", description="viewer, operator or admin.")),
           required=("name",), success=201, result="NewToken", errors=(409, 422), tag="admin"),
     Route(method="DELETE", path="/api/v1/tokens/<name>", role=Role.ADMIN,
-          handler=admin.revoke_token, summary="Revoke a token (a body, if any, must be {}).",
-          result="object", errors=(404, 422), tag="admin"),
+          handler=admin.revoke_token,
+          summary="Revoke a token (a body, if any, must be {}); never the last admin token (409).",
+          result="object", errors=(404, 409, 422), tag="admin"),
 )  # fmt: skip

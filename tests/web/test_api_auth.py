@@ -131,6 +131,26 @@ async def test_creating_and_revoking_a_token_is_audited(tmp_path: Path) -> None:
         assert (status, body["error"]["field"]) == (422, "role")
 
 
+async def test_the_last_admin_token_cannot_be_revoked(tmp_path: Path) -> None:
+    """Revoking it would leave nobody able to manage tokens or reload through the API: 409,
+    naming the way out, and the token goes on working. With a second admin, it may go."""
+    async with open_api(tmp_path) as api:
+        assert (await api.post("/api/v1/tokens", {"name": "ops", "role": "operator"}))[0] == 201
+        status, body = await api.delete("/api/v1/tokens/admin-person")
+        assert status == 409
+        assert "last admin token" in body["error"]["message"]
+        assert "--role admin" in body["error"]["message"]
+        status, listed = await api.get("/api/v1/tokens")
+        assert status == 200  # the admin token still works
+        assert {t["name"] for t in listed["tokens"]} >= {"admin-person", "ops"}
+        status, _ = await api.post("/api/v1/tokens", {"name": "second", "role": "admin"})
+        assert status == 201
+        status, _ = await api.delete("/api/v1/tokens/admin-person")
+        assert status == 200
+        said = [e.data["action"] for e in api.engine.events.since(0) or () if e.kind == "action"]
+        assert said == ["token_create", "token_create", "token_revoke"]  # the refusal: no action
+
+
 async def test_a_body_too_slow_to_arrive_is_a_408_once(tmp_path: Path) -> None:
     """Quart gives up on a body after BODY_TIMEOUT: the answer is the documented error shape
     (code ``timeout``), with Connection: close, and comes after one timeout, not two."""

@@ -40,3 +40,21 @@ async def test_a_gone_file_keeps_the_tokens_and_a_broken_one_is_refused(tmp_path
     with pytest.raises(TokenFileError):
         await book.reload()
     assert book.tokens == tokens
+
+
+async def test_the_last_admin_is_judged_on_the_file_as_it_is_now(tmp_path: Path) -> None:
+    """An admin token written to the file offline counts: the book reads the file under its
+    lock before removing anything."""
+    path = tmp_path / "tokens.json"
+    first, _ = Tokens().with_new("admin", Role.ADMIN)
+    first, _ = first.with_new("ops", Role.OPERATOR)
+    save_tokens(path, first)
+    book = TokenBook(path, first)
+    with pytest.raises(ValueError, match="last admin token"):
+        await book.revoke("admin")
+    on_disk = load_tokens(path)
+    assert on_disk is not None and [e.name for e in on_disk.entries] == ["admin", "ops"]
+    offline, _ = first.with_new("root2", Role.ADMIN)  # pysched token create, server unreachable
+    save_tokens(path, offline)
+    await book.revoke("admin")
+    assert [e.name for e in book.tokens.entries] == ["ops", "root2"]
