@@ -18,6 +18,8 @@ from pysched.web.api_errors import ApiError
 
 MAX_BODY = 64 * 1024
 """Action bodies are tiny; anything bigger is refused before it is parsed."""
+MAX_TEXT = 1000
+"""The longest text a body field may hold (a reason, a name)."""
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -55,8 +57,8 @@ def text_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> 
         return None
     if not isinstance(value, str):
         raise ApiError(422, f"{key!r} must be a string", field=key)
-    if len(value) > 1000:
-        raise ApiError(422, f"{key!r} is longer than 1000 characters", field=key)
+    if len(value) > MAX_TEXT:
+        raise ApiError(422, f"{key!r} is longer than {MAX_TEXT} characters", field=key)
     return value
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pysched.timing.run_dates import FIRST_YEAR, LAST_YEAR
+from pysched.tokens import NAME_PATTERN
 from pysched.web.api_errors import CODES
 from pysched.web.routes import ROUTES, Param, Route
 
@@ -194,11 +196,32 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
+_DATE_IN = {
+    **_DATE,
+    # YYYY-MM-DD in ASCII digits, of a year from FIRST_YEAR to LAST_YEAR (1900..9000)
+    "pattern": "^(19[0-9]{2}|[2-8][0-9]{3}|9000)-[0-9]{2}-[0-9]{2}$",
+}
+"""A date a client sends: the years the API accepts (``run_dates.year_problem``)."""
+assert (FIRST_YEAR, LAST_YEAR) == (1900, 9000), "update _DATE_IN's pattern"
+
+_PATH_RULES: dict[str, dict[str, Any]] = {
+    "job": {"minLength": 1},
+    "run_id": {"minLength": 1},
+    "attempt": {"pattern": "^[0-9]{1,6}$"},
+    "sha": {"pattern": "^[0-9a-fA-F]{6,}$"},
+    "name": {"pattern": f"^{NAME_PATTERN.pattern}$"},
+}
+"""What each path parameter must look like (the handlers refuse anything else)."""
+
+
 def _schema(param: Param, *, nullable: bool = False) -> dict[str, Any]:
     """A parameter's schema; an optional body field may also be null (the same as left out)."""
-    schema: dict[str, Any] = dict(_DATE) if param.schema == "date" else {"type": param.schema}
+    schema: dict[str, Any] = dict(_DATE_IN) if param.schema == "date" else {"type": param.schema}
+    schema.update(param.rules)
     if nullable:
         schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
     return schema
 
 
@@ -216,11 +239,17 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:
         parameters: list[dict[str, Any]] = [
-            {"name": name, "in": "path", "required": True, "schema": _STR}
+            {"name": name, "in": "path", "required": True, "schema": {**_STR, **_PATH_RULES[name]}}
             for name in _path_names(route.path)
         ]
         parameters += [
-            {"name": p.name, "in": place, "description": p.description, "schema": _schema(p)}
+            {
+                "name": p.name,
+                "in": place,
+                "description": p.description,
+                "required": p.required,
+                "schema": _schema(p),
+            }
             for place, params in (("query", route.query), ("header", route.headers))
             for p in params
         ]

@@ -30,6 +30,7 @@ RUNS_LIMIT = 1_000
 RUNS_LIMIT_MAX = 10_000
 LOG_LIMIT = 64 * 1024
 LOG_LIMIT_MAX = 1024 * 1024
+LOG_OFFSET_MAX = 2**62
 _STATES = ", ".join(state.value for state in RunState)
 
 
@@ -180,7 +181,7 @@ async def attempt_log(call: Call) -> Reply:
     if stream_text not in ("stdout", "stderr"):
         raise ApiError(400, f"stream must be stdout or stderr, not {stream_text!r}", field="stream")
     stream: Stream = "stdout" if stream_text == "stdout" else "stderr"
-    offset = int_query(call.query, "offset", 0, 0, 2**62)
+    offset = int_query(call.query, "offset", 0, 0, LOG_OFFSET_MAX)
     limit = int_query(call.query, "limit", LOG_LIMIT, 1, LOG_LIMIT_MAX)
     path = attempt_output(
         engine.config.scheduler.log_dir, run.job, run.run_date, run.run_id, number, stream

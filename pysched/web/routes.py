@@ -5,18 +5,20 @@ is built from the same table, so the two cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from quart import Response
 
-from pysched.tokens import Role
+from pysched.engine.runs import RunState
+from pysched.tokens import NAME_PATTERN, Role
 from pysched.web import action_handlers as acts
 from pysched.web import admin_handlers as admin
 from pysched.web import read_handlers as read
 from pysched.web import service_handlers as service
 from pysched.web.context import Call
+from pysched.web.inputs import MAX_TEXT
 
 Handler = Callable[[Call], Awaitable[tuple[int, Any] | Response]]
 """A status and a JSON body, or a ready ``Response`` (the service's own endpoints)."""
@@ -28,6 +30,11 @@ class Param:
     description: str
     schema: str = "string"
     """A JSON Schema type name, or ``date`` for a YYYY-MM-DD string."""
+    required: bool = False
+    """A query parameter the request must give (body fields say so in ``Route.required``)."""
+    rules: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """More JSON Schema keywords for the value (``enum``, ``minimum``, ...): what the handler
+    refuses, said in the document, so a client generated from it sends what is accepted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,8 +66,11 @@ class Route:
         return self.path.replace("<", "{").replace(">", "}")
 
 
-_WHY = Param(name="why", description="Why, for the audit trail.")
+_TEXT = {"maxLength": MAX_TEXT}
+_WHY = Param(name="why", description="Why, for the audit trail.", rules=_TEXT)
 _DATE = "date"
+_FILTER = {"minLength": 1}  # an empty query value is refused, not read as "no filter"
+_VERSION = {"pattern": "^[0-9a-fA-F]{6,}$"}
 
 ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/healthz", role=None, handler=service.healthz,
@@ -97,20 +107,24 @@ ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/api/v1/runs", role=Role.VIEWER, handler=read.list_runs,
           summary="Runs, in creation order, filtered by run date, job and state.",
           query=(Param(name="date", description="Run date.", schema=_DATE),
-                 Param(name="job", description="Job name."),
-                 Param(name="state", description="Run state."),
+                 Param(name="job", description="Job name.", rules=_FILTER),
+                 Param(name="state", description="Run state.",
+                       rules={"enum": [state.value for state in RunState]}),
                  Param(name="limit", description="At most this many, the newest (1000).",
-                       schema="integer")),
+                       schema="integer",
+                       rules={"minimum": 1, "maximum": read.RUNS_LIMIT_MAX})),
           result="RunList", errors=(400,)),
     Route(method="GET", path="/api/v1/runs/<run_id>", role=Role.VIEWER, handler=read.one_run,
           summary="One run with its attempts, recent events and actions.", result="RunDetail",
           errors=(404,)),
     Route(method="GET", path="/api/v1/runs/<run_id>/attempts/<attempt>/log", role=Role.VIEWER,
           handler=read.attempt_log, summary="A slice of an attempt's stdout or stderr.",
-          query=(Param(name="stream", description="stdout (default) or stderr."),
-                 Param(name="offset", description="Byte offset to read from.", schema="integer"),
+          query=(Param(name="stream", description="stdout (default) or stderr.",
+                       rules={"enum": ["stdout", "stderr"]}),
+                 Param(name="offset", description="Byte offset to read from.", schema="integer",
+                       rules={"minimum": 0, "maximum": read.LOG_OFFSET_MAX}),
                  Param(name="limit", description="At most this many bytes (65536).",
-                       schema="integer")),
+                       schema="integer", rules={"minimum": 1, "maximum": read.LOG_LIMIT_MAX})),
           result="LogSlice", errors=(400, 404)),
     *(
         Route(method="POST", path=f"/api/v1/runs/<run_id>/{action}", role=Role.OPERATOR,
@@ -119,7 +133,8 @@ ROUTES: tuple[Route, ...] = (
         for action in acts.RUN_ACTIONS
     ),
     Route(method="GET", path="/api/v1/forecast", role=Role.VIEWER, handler=read.forecast_window,
-          summary="Every run the config would create on a day or in a window.",
+          summary="Every run the config would create on a day or in a window (give date, or "
+                  "from and to, not both).",
           query=(Param(name="date", description="One day.", schema=_DATE),
                  Param(name="from", description="First day.", schema=_DATE),
                  Param(name="to", description="Last day.", schema=_DATE)),
@@ -127,10 +142,10 @@ ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/api/v1/events", role=Role.VIEWER, handler=service.events,
           summary="Server-sent events: every committed change, numbered.",
           query=(Param(name="last_event_id", description="Resume after this id.",
-                       schema="integer"),),
+                       schema="integer", rules={"minimum": 0}),),
           headers=(Param(name="Last-Event-ID", description="Resume after this id (what an "
                          "EventSource sends when it reconnects); wins over last_event_id.",
-                         schema="integer"),),
+                         schema="integer", rules={"minimum": 0}),),
           result="event-stream", errors=(400,), tag="events"),
     Route(method="POST", path="/api/v1/reload", role=Role.ADMIN, handler=admin.reload,
           summary="Re-read the config file; apply it whole or not at all.", result="Reload",
@@ -143,16 +158,20 @@ ROUTES: tuple[Route, ...] = (
           result="Version", errors=(400, 404), tag="admin"),
     Route(method="GET", path="/api/v1/config/diff", role=Role.ADMIN, handler=admin.config_diff,
           summary="A unified diff between two config versions.",
-          query=(Param(name="from", description="Older version (sha256 prefix)."),
-                 Param(name="to", description="Newer version (sha256 prefix).")),
+          query=(Param(name="from", description="Older version (sha256 prefix).",
+                       required=True, rules=_VERSION),
+                 Param(name="to", description="Newer version (sha256 prefix).",
+                       required=True, rules=_VERSION)),
           result="Diff", errors=(400, 404), tag="admin"),
     Route(method="GET", path="/api/v1/tokens", role=Role.ADMIN, handler=admin.list_tokens,
           summary="The tokens (names and roles, never secrets).", result="TokenList",
           tag="admin"),
     Route(method="POST", path="/api/v1/tokens", role=Role.ADMIN, handler=admin.create_token,
           summary="A new token; its secret is in this answer only.",
-          body=(Param(name="name", description="Who holds it (audit trail)."),
-                Param(name="role", description="viewer, operator or admin.")),
+          body=(Param(name="name", description="Who holds it (audit trail).",
+                      rules={"pattern": f"^{NAME_PATTERN.pattern}$"}),
+                Param(name="role", description="viewer, operator or admin (default viewer).",
+                      rules={"enum": [role.value for role in Role]})),
           required=("name",), success=201, result="NewToken", errors=(409, 422), tag="admin"),
     Route(method="DELETE", path="/api/v1/tokens/<name>", role=Role.ADMIN,
           handler=admin.revoke_token,

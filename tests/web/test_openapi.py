@@ -108,4 +108,49 @@ async def test_the_event_stream_declares_last_event_id(tmp_path: Path) -> None:
         _, document = await api.get("/api/v1/openapi.json", role=None)
         parameters = document["paths"]["/api/v1/events"]["get"]["parameters"]
         headers = {p["name"]: p for p in parameters if p["in"] == "header"}
-        assert headers["Last-Event-ID"]["schema"] == {"type": "integer"}
+        assert headers["Last-Event-ID"]["schema"] == {"type": "integer", "minimum": 0}
+
+
+def _query_schema(document: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    (found,) = [
+        p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["name"] == name
+    ]
+    return found
+
+
+async def test_the_documents_value_rules_are_what_the_server_accepts(tmp_path: Path) -> None:
+    """A client generated from the document sends what the server accepts: each rule the
+    document states (a date's years, a limit's bounds, the states, a version's digits, a token
+    name) lets through exactly the values the server takes, at and around its edges."""
+    async with open_api(tmp_path) as api:
+        _, document = await api.get("/api/v1/openapi.json", role=None)
+
+        date_rule = _query_schema(document, "/api/v1/runs", "date")
+        for text in ("1899-12-31", "1900-01-01", "2026-10-16", "9000-12-31", "9001-01-01"):
+            status, _ = await api.get("/api/v1/runs", query_string={"date": text})
+            assert (status == 200) == bool(re.fullmatch(date_rule["pattern"], text)), text
+
+        limit_rule = _query_schema(document, "/api/v1/runs", "limit")
+        for value in (0, 1, limit_rule["maximum"], limit_rule["maximum"] + 1):
+            status, _ = await api.get("/api/v1/runs", query_string={"limit": str(value)})
+            fits = limit_rule["minimum"] <= value <= limit_rule["maximum"]
+            assert (status == 200) == fits, value
+
+        states = _query_schema(document, "/api/v1/runs", "state")["enum"]
+        assert "succeeded" in states
+        for state in [*states, "bogus"]:
+            status, _ = await api.get("/api/v1/runs", query_string={"state": state})
+            assert (status == 200) == (state in states), state
+        assert _query_schema(document, "/api/v1/runs", "job")["minLength"] == 1
+        assert (await api.get("/api/v1/runs", query_string={"job": ""}))[0] == 400
+
+        version_rule = _query_schema(document, "/api/v1/config/diff", "to")["pattern"]
+        for text in ("abcde", "abcdef", "ABCDEF0", "abcdeg"):
+            status, _ = await api.get(f"/api/v1/config/versions/{text}")
+            assert (status == 404) == bool(re.fullmatch(version_rule, text)), text  # 400 if not
+
+        body = document["paths"]["/api/v1/tokens"]["post"]["requestBody"]["content"]
+        name_rule = body["application/json"]["schema"]["properties"]["name"]["pattern"]
+        for name in ("", "-x", "ok.name", "x" * 64, "x" * 65):
+            status, _ = await api.post("/api/v1/tokens", {"name": name, "role": "viewer"})
+            assert (status == 201) == bool(re.fullmatch(name_rule, name)), name
