@@ -28,13 +28,14 @@ Figures (last line, JSON):
   ``machine_cpu_s``: the whole machine's busy CPU over the same window (``/proc/stat``), so the
   rest is the minder host, the minders and the commands.
 - ``all_running_s``, ``scheduler_cpu_starting_s`` / ``machine_cpu_starting_s``: when the
-  first poll found every run ``running`` (or over), and the two CPU figures up to then. A run is
-  ``running`` once its minder is forked; the minders start their commands after that, so this
-  is when the engine's own part of the start is done. Null when no poll saw it;
-- ``launcher_alone_s``, ``launcher_alone_ratio`` and ``launcher_alone_*_start_s``: the same
-  200 attempts through the local launcher alone (minder host and minders, no engine, journal or
-  book), measured after the engine's run. Beyond the floor, this is what the minders cost;
-  between it and ``wall_s``, what the engine costs.
+  first poll found every run handed over (its minder made: the attempt carries the minder's
+  pid) or over, and the two CPU figures up to then. The minders start their commands after
+  that, so this is when the engine's own part of the start is done. Null when no poll saw it;
+- ``launcher_alone_s``, ``launcher_alone_ratio``, ``launcher_alone_failed`` and
+  ``launcher_alone_*_start_s``: the same 200 attempts through the local launcher alone (minder
+  host and minders, no engine, journal or book), measured right after the engine's run (always
+  in that order). Beyond the floor, this is what the minders cost; between it and ``wall_s``,
+  what the engine costs.
 
 The process uses the cyclic collector as ``pysched serve`` does (``tune_for_service``, and the
 start-up heap frozen before the burst): with the defaults, a full collection of everything the
@@ -58,6 +59,7 @@ import trio
 
 from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
+from pysched.engine.runs import Run
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
 from pysched.launch.base import AttemptSpec
 from pysched.launch.local import LocalLauncher
@@ -209,6 +211,14 @@ async def launcher_alone(jobs: int, tmp: Path) -> dict:
     return {"wall_s": wall, "failed": failed, "spans": spans(intervals, begun_wall)}
 
 
+def handed_over(run: Run) -> bool:
+    """Whether the engine has had the run's minder made: its attempt carries the minder's pid
+    (the engine records it once ``launcher.start`` returns), or the run is over. A run is
+    ``running`` earlier, from the pass that decides to start it, before the minder exists."""
+    attempt = run.current_attempt
+    return run.state.finished or (attempt is not None and bool(attempt.info))
+
+
 async def through_engine(jobs: int, tmp: Path) -> dict:
     config = parse_config(config_text(jobs), tmp / "bench.yaml", {})
     log_dir = tmp / "logs"
@@ -241,11 +251,7 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
                 runs = list(engine.book)
                 running = sum(1 for run in runs if run.state is RunState.RUNNING)
                 peak_running = max(peak_running, running)
-                if (
-                    cpu_starting is None
-                    and len(runs) == jobs
-                    and all(run.state is RunState.RUNNING or run.state.finished for run in runs)
-                ):
+                if cpu_starting is None and len(runs) == jobs and all(map(handed_over, runs)):
                     cpu_starting = time.process_time() - cpu0
                     all_running = time.perf_counter() - t0
                     machine_starting = machine_busy_s() - machine0
@@ -261,6 +267,7 @@ async def through_engine(jobs: int, tmp: Path) -> dict:
             states[run.state.value] = states.get(run.state.value, 0) + 1
         dates = {run.run_id: (run.job, run.run_date.isoformat()) for run in engine.book}
         error = engine.error
+    launcher.close()  # its minder host, idle now: not left beside the launcher-alone run
     intervals = await trio.to_thread.run_sync(
         lambda: [read_interval(log_dir, rid, *dates[rid]) for rid in run_ids]
     )
@@ -346,6 +353,7 @@ async def main_async(jobs: int) -> None:
                 "all_running_s": _rounded(result["all_running_s"]),
                 "launcher_alone_s": round(alone["wall_s"], 3),
                 "launcher_alone_ratio": round(alone["wall_s"] / bare["wall_s"], 3),
+                "launcher_alone_failed": alone["failed"],
                 **{f"launcher_alone_{key}": value for key, value in alone["spans"].items()},
                 **{f"floor_{key}": value for key, value in bare["spans"].items()},
             }
