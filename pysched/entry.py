@@ -11,7 +11,8 @@ from __future__ import annotations
 def main() -> None:
     """Run the ``pysched`` command line. Ctrl-C ends it with exit 130, as a shell reports an
     interrupted command: typer does so once a command runs, and this does so while the CLI
-    loads or builds its commands. (``watch`` and ``log --follow`` end with 0 on Ctrl-C.)"""
+    loads or builds its commands. (``watch`` and ``log`` end with 0 on Ctrl-C, and ``serve``
+    takes SIGINT as a graceful stop.)"""
     try:
         from pysched.cli import main as run_cli
 

@@ -13,7 +13,7 @@ command at once): not empty, and at most ``MAX_TEXT`` characters.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
@@ -61,6 +61,14 @@ RunIdArg = Annotated[
         help="A run id, like fetch-rates.2026-10-16.1.", show_default=False, metavar="RUN_ID"
     ),
 ]
+
+
+def config_argument(help: str) -> Any:
+    """A CONFIG argument: an existing file (one that does not exist is a usage mistake, exit
+    2, as it is for ``-c``). ``help`` says what leaving it out means, where it may be."""
+    return typer.Argument(
+        help=help, show_default=False, exists=True, dir_okay=False, metavar="CONFIG"
+    )
 
 
 def name_problem(text: str) -> str | None:

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from pysched.cli.arguments import parse_date, parse_instant, parse_zone
+from pysched.cli.arguments import config_argument, parse_date, parse_instant, parse_zone
 from pysched.cli.job_commands import remote_forecast
 from pysched.cli.output import error_exit, fail, print_json, print_table, problem_json
 from pysched.config import Config
@@ -23,17 +23,7 @@ from pysched.errors import ConfigError, CronError
 from pysched.timing.calendar import DEFAULT_CALENDAR, Calendar
 from pysched.timing.cron import Cron
 
-ConfigArg = Annotated[
-    Path,
-    typer.Argument(
-        help="The YAML config file.",
-        show_default=False,
-        exists=True,
-        dir_okay=False,
-        metavar="CONFIG",
-    ),
-]
-"""A config file that does not exist is a usage mistake (exit 2), as it is for ``-c``."""
+ConfigArg = Annotated[Path, config_argument("The YAML config file.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -165,13 +155,7 @@ def forecast_command(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Argument(
-            help="The YAML config file; without it, the running server is asked.",
-            show_default=False,
-            exists=True,
-            dir_okay=False,
-            metavar="CONFIG",
-        ),
+        config_argument("The YAML config file; without it, the running server is asked."),
     ] = None,
     on: Annotated[str | None, typer.Option("--date", help="One day, YYYY-MM-DD.")] = None,
     start: Annotated[str | None, typer.Option("--from", help="First day of a window.")] = None,

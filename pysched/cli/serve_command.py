@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from pysched.cli.arguments import config_argument
 from pysched.cli.context import globals_of
 from pysched.cli.output import fail
 from pysched.config.model import Listen
@@ -23,13 +24,7 @@ def serve_command(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Argument(
-            help="The YAML config file (default: the global -c / PYSCHED_CONFIG).",
-            show_default=False,
-            exists=True,
-            dir_okay=False,
-            metavar="CONFIG",
-        ),
+        config_argument("The YAML config file (default: the global -c / PYSCHED_CONFIG)."),
     ] = None,
     listen: Annotated[
         str | None,

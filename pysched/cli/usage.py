@@ -207,7 +207,7 @@ def print_usage_document(exc: UsageError) -> None:
     typer prints it)."""
     field: str | None = None
     if isinstance(exc, typer.BadParameter):
-        field = exc.param_hint if isinstance(exc.param_hint, str) else None
+        field = _hinted_field(exc.param_hint) if isinstance(exc.param_hint, str) else None
         if field is None and isinstance(exc.param, TyperOption):
             field = max(exc.param.opts, key=len)  # --follow, not -f
         elif field is None and exc.param is not None:
@@ -215,6 +215,14 @@ def print_usage_document(exc: UsageError) -> None:
     elif isinstance(exc, NoSuchOption):
         field = exc.option_name
     print_json(error_document(exc.format_message(), code="usage", field=field))
+
+
+def _hinted_field(hint: str) -> str:
+    """The ``field`` of a mistake raised with a ``param_hint``, named as typer names the
+    others: an option by its longest flag (``-c / --config / PYSCHED_CONFIG`` is ``--config``),
+    an argument by its parameter's name (``CONFIG`` is ``config``)."""
+    flags = [word for word in hint.replace("/", " ").split() if word.startswith("--")]
+    return max(flags, key=len) if flags else hint.lower()
 
 
 def add_hint(exc: UsageError, hint: str) -> None:

@@ -168,6 +168,8 @@ LOG_FILE_MODE = 0o640
 anything, so other users of the machine may not read it; the scheduler's group may."""
 LOG_DIR_MODE = 0o750
 """Mode of the folders made in the log dir (the umask may narrow both)."""
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+"""How the minder opens the command's output files."""
 
 
 def make_folders(path: str) -> None:
@@ -192,10 +194,6 @@ def make_folders(path: str) -> None:
         except FileExistsError:  # made meanwhile by another minder
             if not os.path.isdir(path):
                 raise
-
-
-_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-"""How the minder opens the command's output files."""
 
 
 def write_atomically(path: str, payload: "dict[str, Any]") -> None:

@@ -260,3 +260,26 @@ def test_help_shows_no_value_after_a_flag(args: tuple[str, ...]) -> None:
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output
     assert "--help" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (("store", "check", "", "--json"), "state_dir"),
+        (("validate", "--json"), "config"),
+        (("calendar", EXAMPLE, "--json"), "name"),
+        (("config", "diff", "abcdef", "--json"), "new"),
+        (("cron", "next", "--json"), "expression"),
+        (("token", "create", "bad name!", "--json"), "name"),
+        (("token", "create", "ok", "--role", "bogus", "--json"), "--role"),
+        (("-c", "/no/such/pysched.yaml", "status", "--json"), "--config"),
+        (("status", "--state", "bogus", "--json"), "--state"),
+    ],
+    ids=lambda value: "_".join(value) if isinstance(value, tuple) else value,
+)
+def test_the_json_error_names_the_field_as_documented(args: tuple[str, ...], field: str) -> None:
+    """An argument by its parameter's name in lower case, an option by its long flag: the
+    same whether the help writes it CONFIG or typer raised it (docs/cli.md)."""
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["error"]["field"] == field
