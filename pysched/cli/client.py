@@ -129,6 +129,16 @@ class Client:
     def delete(self, url: str) -> Any:
         return self.request("DELETE", url)
 
+    def has_job(self, job: str) -> bool:
+        """Whether the server knows ``job``; True when it cannot tell (only notes ask this)."""
+        try:
+            self.get(api_path("/api/v1/jobs", job))
+        except ApiError as exc:
+            return exc.status != 404
+        except ServerUnreachable:
+            return True
+        return True
+
     def request(
         self,
         method: str,

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pysched.cli.arguments import RunIdArg, parse_date
-from pysched.cli.client import ApiError, Client, ServerUnreachable, api_path, session
+from pysched.cli.client import api_path, session
 from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import (
     duration_cell,
@@ -67,19 +67,8 @@ def status(
         runs: list[dict[str, Any]] = answer.get("runs") or []
         total = answer.get("count")
         print_status(runs, total if isinstance(total, int) else len(runs))
-        if not runs and job is not None and not _job_exists(api, job):
+        if not runs and job is not None and not api.has_job(job):
             typer.echo(f"note: the server has no job named {clean(job)!r}", err=True)
-
-
-def _job_exists(api: Client, job: str) -> bool:
-    """Whether the server knows ``job`` (True if it cannot tell: the note is only a help)."""
-    try:
-        api.get(api_path("/api/v1/jobs", job))
-    except ApiError as exc:
-        return exc.status != 404
-    except ServerUnreachable:
-        return True
-    return True
 
 
 def print_status(runs: list[dict[str, Any]], total: int) -> None:

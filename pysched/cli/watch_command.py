@@ -5,7 +5,8 @@ restarts, a proxy times out), it reconnects with ``Last-Event-ID`` set to the la
 printed, so nothing is missed and nothing repeats; if the server no longer holds events that far
 back it sends ``reset`` and a note says some were missed. A first connection that fails exits 3
 at once; after a drop it tries ``len(RECONNECT_BACKOFF)`` times, waiting longer each time, then
-exits 3. Ctrl-C stops it with exit 0.
+exits 3. Ctrl-C stops it with exit 0. ``--job J`` shows only J's events (``is_about_job``),
+filtered here: the stream itself is the server's whole stream.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ sleep: Callable[[float], None] = time.sleep
 
 def watch(
     ctx: typer.Context,
+    job: Annotated[
+        str | None,
+        typer.Option(
+            "--job",
+            help="Only this job's events: its runs and attempts, and actions on it or its runs.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print each event as one line of JSON.")
     ] = False,
@@ -35,15 +43,34 @@ def watch(
     """Print the server's events as they happen (runs, attempts, actions, reloads)."""
     try:
         with session(ctx, as_json) as api:
-            _Watch(api, as_json=as_json).run()
+            if job is not None and not api.has_job(job):
+                typer.echo(
+                    f"note: the server has no job named {clean(job)!r} (yet); "
+                    "watching for its events anyway",
+                    err=True,
+                )
+            _Watch(api, as_json=as_json, job=job).run()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 
 
+def is_about_job(event: dict[str, Any], job: str) -> bool:
+    """Whether ``event`` concerns ``job``: one of its runs or attempts (the event names the
+    job), or an operator's action on the job or on one of its runs (a run id starts with its
+    job's name and a dot; job names hold no dot). Tokens, reloads and resets concern no job."""
+    raw: Any = event.get("data")
+    data: dict[str, Any] = raw if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    if event.get("kind") == "action":
+        action, target = str(data.get("action", "")), str(data.get("target", ""))
+        return not action.startswith("token_") and target.split(".", 1)[0] == job
+    return data.get("job") == job
+
+
 class _Watch:
-    def __init__(self, api: Client, *, as_json: bool) -> None:
+    def __init__(self, api: Client, *, as_json: bool, job: str | None = None) -> None:
         self._api = api
         self._as_json = as_json
+        self._job = job
         self._last_id: str | None = None
 
     def run(self) -> None:
@@ -109,6 +136,8 @@ class _Watch:
                     "some were missed — 'pysched status' shows where things stand",
                     err=True,
                 )
+        if self._job is not None and not is_about_job({**event, "kind": kind}, self._job):
+            return  # (a reset's note above is still said: it is about what was missed)
         if self._as_json:
             typer.echo(json_text(event, indent=None))
             return

@@ -198,3 +198,44 @@ def test_watch_says_when_the_server_restarted(
     result = cli("watch")
     assert "the server restarted; what it has done since it started follows" in result.stderr
     assert "a.2026-10-16.1" in result.stdout.splitlines()[-1]
+
+
+def test_watch_job_shows_only_that_jobs_events(
+    api: FakeApi, sleeps: list[float], monkeypatch
+) -> None:
+    """Its runs and attempts, and actions on it or its runs; not another job whose name it
+    begins with, a token of the same name, or a reload. A reset's note still comes."""
+
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch_command, "sleep", interrupt)
+    parts = [
+        sse(1, "run_created", run_id="extract.2026-10-16.1", job="extract", state="scheduled"),
+        sse(2, "run_created", run_id="extract-eu.2026-10-16.1", job="extract-eu", state="queued"),
+        sse(3, "attempt_started", run_id="extract.2026-10-16.1", job="extract", attempt=1),
+        sse(4, "action", action="hold", target="extract.2026-10-16.1", by="ann", why=""),
+        sse(5, "action", action="hold_job", target="extract", by="ann", why="vendor late"),
+        sse(6, "action", action="hold_job", target="extract-eu", by="ann", why=""),
+        sse(7, "action", action="token_create", target="extract", by="root", why="role viewer"),
+        sse(8, "config_applied", sha256="ab12", by="admin"),
+        b'id: 9\nevent: reset\ndata: {"id": 9, "kind": "reset", "data": {}}\n\n',
+    ]
+    api.on("GET", "/api/v1/events", lambda r: httpx.Response(200, stream=Stream(parts, drop=True)))
+    api.on("GET", "/api/v1/jobs/extract", {"name": "extract"})
+    result = cli("watch", "--job", "extract", "--json")
+    assert result.exit_code == 0, result.output
+    shown = [json.loads(line)["id"] for line in result.stdout.splitlines()]
+    assert shown == [1, 3, 4, 5]
+    assert "some were missed" in result.stderr
+    assert "no job named" not in result.stderr
+    unknown = cli("watch", "--job", "extrct")
+    assert "note: the server has no job named 'extrct' (yet)" in unknown.stderr
+    assert unknown.stdout == ""
+    text = cli("watch", "--job", "extract")
+    assert [line.split()[2] for line in text.stdout.splitlines()] == [
+        "run_created",
+        "attempt_started",
+        "action",
+        "action",
+    ]
