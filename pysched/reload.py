@@ -40,6 +40,10 @@ class ReloadWatcher(Protocol):
 class TokensSource(Protocol):
     async def reload(self) -> None: ...
 
+    async def check(self) -> None:
+        """Raise ``TokenFileError`` if the tokens file cannot be read; change nothing."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReloadOutcome:
@@ -48,6 +52,25 @@ class ReloadOutcome:
     changed: bool
     sha256: str
     """The version in force after the reload."""
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReloadPreview:
+    """What a reload would do now, found without doing it (``Reloader.preview``)."""
+
+    valid: bool
+    """False when a reload would be refused (``problems`` says why)."""
+    changed: bool
+    """A reload would apply a new version (or new secret values)."""
+    current: str
+    """The sha256 of the version in force."""
+    sha256: str
+    """The file's version (the one in force when the file has problems)."""
+    current_text: str
+    text: str
+    """The file's text, problems or not ("" when it cannot be read)."""
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -117,9 +140,48 @@ class Reloader:
         if self._stopped:
             raise EngineStopped("pysched is stopping: the config is not reloaded")
 
-    async def _reload(self, by: str) -> ReloadOutcome:
-        engine = self._engine
-        current = engine.config
+    async def preview(self) -> ReloadPreview:
+        """What ``reload`` would do now: the same checks, reading the config and tokens files,
+        with nothing applied, journaled, published or told to systemd. Raises
+        ``EngineStopped`` if the engine has stopped."""
+        self._refuse_if_stopped()
+        current = self._engine.config
+        new, problems = await self._read()
+        if self._tokens is not None and not problems:
+            try:
+                await self._tokens.check()
+            except TokenFileError as exc:
+                problems.append(str(exc))
+        if new is None or problems:
+            return ReloadPreview(
+                valid=False,
+                changed=False,
+                current=current.sha256,
+                sha256=new.sha256 if new is not None else current.sha256,
+                current_text=current.text,
+                text=new.text if new is not None else await trio.to_thread.run_sync(self._text),
+                problems=tuple(problems),
+            )
+        return ReloadPreview(
+            valid=True,
+            changed=new.sha256 != current.sha256 or not new.secrets.same_values(current.secrets),
+            current=current.sha256,
+            sha256=new.sha256,
+            current_text=current.text,
+            text=new.text,
+            warnings=tuple(self._warnings(new)),
+        )
+
+    def _text(self) -> str:
+        """The file's text as it is, for a preview of a file with problems ("" if unreadable)."""
+        try:
+            return self._path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    async def _read(self) -> tuple[Config | None, list[str]]:
+        """The config file, checked, and the problems that would refuse it."""
+        current = self._engine.config
         problems: list[str] = []
         new: Config | None = None
         try:
@@ -135,6 +197,20 @@ class Reloader:
                         f"{self._path}: scheduler.{key} cannot change while pysched runs "
                         f"({before} -> {after}) — restart pysched to move it"
                     )
+        return new, problems
+
+    def _warnings(self, new: Config) -> list[str]:
+        warnings = [
+            f"scheduler.{key} changed: it takes effect at the next start"
+            for key in _AT_NEXT_START
+            if getattr(self._started_with, key) != getattr(new.scheduler, key)
+        ]
+        return warnings + [str(warning) for warning in new.warnings]
+
+    async def _reload(self, by: str) -> ReloadOutcome:
+        engine = self._engine
+        current = engine.config
+        new, problems = await self._read()
         if self._tokens is not None and not problems:
             try:
                 await self._tokens.reload()
@@ -148,12 +224,7 @@ class Reloader:
             return ReloadOutcome(
                 applied=False, changed=False, sha256=current.sha256, problems=tuple(problems)
             )
-        warnings = [
-            f"scheduler.{key} changed: it takes effect at the next start"
-            for key in _AT_NEXT_START
-            if getattr(self._started_with, key) != getattr(new.scheduler, key)
-        ]
-        warnings += [str(warning) for warning in new.warnings]
+        warnings = self._warnings(new)
         for warning in warnings:
             log.warning("reload: %s", warning)
         rotated = not new.secrets.same_values(current.secrets)

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from pysched.cli.client import api_path, ask
-from pysched.cli.output import clean, print_table
+from pysched.cli.client import api_path, ask, session
+from pysched.cli.output import clean, print_json, print_table
 from pysched.cli.run_display import local_time
 from pysched.config.model import version_prefix_problem
 
@@ -38,8 +38,22 @@ ShaArg = Annotated[
 ]
 
 
-def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+def reload(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Only say what a reload would do: its problems or warnings, and the diff from "
+            "the config in force to the file. Nothing is applied.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Make the server re-read its config file (a file with problems changes nothing)."""
+    if dry_run:
+        _preview(ctx, as_json)
+        return
     answer = ask(ctx, as_json, "POST", "/api/v1/reload")
     if answer is None:
         return
@@ -48,6 +62,36 @@ def reload(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         typer.echo(f"warning: {clean(warning)}", err=True)
     sha = clean(str(answer.get("sha256", ""))[:12])
     typer.echo(f"reloaded: {sha} ({'changed' if answer.get('changed') else 'unchanged'})")
+
+
+def _preview(ctx: typer.Context, as_json: bool) -> None:
+    """``reload --dry-run``: the diff on stdout, problems and warnings on stderr; exit 1 when
+    a reload would be refused."""
+    with session(ctx, as_json) as api:
+        answer: dict[str, Any] = api.get("/api/v1/config/pending")
+    valid = bool(answer.get("valid"))
+    if as_json:
+        print_json(answer)
+    else:
+        problems: list[Any] = answer.get("problems") or []
+        warnings: list[Any] = answer.get("warnings") or []
+        for problem in problems:
+            typer.echo(f"problem: {clean(str(problem))}", err=True)
+        for warning in warnings:
+            typer.echo(f"warning: {clean(str(warning))}", err=True)
+        text = str(answer.get("diff", ""))
+        if text:
+            typer.echo(text, nl=not text.endswith("\n"), color=True)
+        current = clean(str(answer.get("current", ""))[:12])
+        if not valid:
+            typer.echo(f"a reload would be refused; config {current} would stay", err=True)
+        elif answer.get("changed"):
+            sha = clean(str(answer.get("sha256", ""))[:12])
+            typer.echo(f"a reload would apply {sha} (in force: {current})", err=True)
+        else:
+            typer.echo(f"a reload would change nothing (in force: {current})", err=True)
+    if not valid:
+        raise typer.Exit(1)
 
 
 def versions(ctx: typer.Context, as_json: JsonOpt = False) -> None:

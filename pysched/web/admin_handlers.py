@@ -41,6 +41,31 @@ async def reload(call: Call) -> Reply:
     }
 
 
+async def pending_config(call: Call) -> Reply:
+    """What a reload would do now, doing none of it: the same checks, and the diff from the
+    version in force to the file."""
+    reloader = call.context.reloader
+    if reloader is None:
+        raise ApiError(503, "this server cannot reload (it was started without a config file)")
+    preview = await reloader.preview()
+    diff = await call.context.offload(
+        _unified_diff,
+        preview.current_text,
+        preview.text,
+        f"config@{preview.current[:12]}",
+        f"config@{preview.sha256[:12]}" if preview.valid else "config (as the file is)",
+    )
+    return 200, {
+        "valid": preview.valid,
+        "changed": preview.changed,
+        "current": preview.current,
+        "sha256": preview.sha256,
+        "diff": diff if preview.text else "",
+        "problems": list(preview.problems),
+        "warnings": list(preview.warnings),
+    }
+
+
 def _version_view(data: Mapping[str, Any], current: str, *, text: bool) -> dict[str, Any]:
     view = {
         "sha256": data["sha256"],

@@ -40,6 +40,11 @@ class TokenBook:
                 return
             self.tokens = loaded
 
+    async def check(self) -> None:
+        """Read the file as a reload would, and keep nothing: ``TokenFileError`` if it cannot
+        be read or understood (a file that has gone is no problem: see ``reload``)."""
+        await trio.to_thread.run_sync(load_tokens, self.path)
+
     async def create(self, name: str, role: Role) -> tuple[TokenEntry, str]:
         """A new token (``ValueError`` for a bad or taken name); the secret is returned once.
 

@@ -174,6 +174,17 @@ SCHEMAS: dict[str, Any] = {
     ),
     "VersionList": _list_of("versions", "Version"),
     "Diff": _object({"from": _STR, "to": _STR, "diff": _STR}),
+    "Pending": _object(
+        {
+            "valid": _BOOL,
+            "changed": _BOOL,
+            "current": _STR,
+            "sha256": _STR,
+            "diff": _STR,
+            "problems": {"type": "array", "items": _STR},
+            "warnings": {"type": "array", "items": _STR},
+        }
+    ),
     "Token": _object({"name": _STR, "role": _STR, "created": _TIME}),
     "TokenList": _list_of("tokens", "Token"),
     "NewToken": _object({"name": _STR, "role": _STR, "created": _TIME, "token": _STR}),

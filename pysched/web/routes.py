@@ -150,6 +150,11 @@ ROUTES: tuple[Route, ...] = (
     Route(method="POST", path="/api/v1/reload", role=Role.ADMIN, handler=admin.reload,
           summary="Re-read the config file; apply it whole or not at all.", result="Reload",
           errors=(422,), tag="admin"),
+    Route(method="GET", path="/api/v1/config/pending", role=Role.ADMIN,
+          handler=admin.pending_config,
+          summary="What a reload would do now (its checks, and the diff from the version in "
+                  "force to the file), doing none of it.",
+          result="Pending", tag="admin"),
     Route(method="GET", path="/api/v1/config/versions", role=Role.ADMIN,
           handler=admin.config_versions, summary="Every config version journaled.",
           result="VersionList", tag="admin"),

@@ -426,6 +426,46 @@ def test_reload_changed_and_problems(api: FakeApi) -> None:
     assert lines[2].strip() == "etl.yaml:9:1: bad cron"
 
 
+def test_reload_dry_run_shows_the_diff_and_applies_nothing(api: FakeApi) -> None:
+    def must_not_reload(request: object) -> object:
+        raise AssertionError("a dry run must not reload")
+
+    api.on("POST", "/api/v1/reload", must_not_reload)
+    diff = "--- config@aaaaaaaaaaaa\n+++ config@bbbbbbbbbbbb\n@@ -1 +1,2 @@\n jobs:\n+  load:\n"
+    pending = {
+        "valid": True,
+        "changed": True,
+        "current": "a" * 64,
+        "sha256": "b" * 64,
+        "diff": diff,
+        "problems": [],
+        "warnings": ["scheduler.listen changed: it takes effect at the next start"],
+    }
+    api.on("GET", "/api/v1/config/pending", pending)
+    result = cli("reload", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == diff
+    assert "warning: scheduler.listen changed" in result.stderr
+    assert f"a reload would apply {'b' * 12} (in force: {'a' * 12})" in result.stderr
+    api.on(
+        "GET",
+        "/api/v1/config/pending",
+        {**pending, "changed": False, "sha256": "a" * 64, "diff": "", "warnings": []},
+    )
+    same = cli("reload", "--dry-run")
+    assert (same.exit_code, same.stdout) == (0, "")
+    assert "a reload would change nothing" in same.stderr
+    refused = {**pending, "valid": False, "changed": False, "problems": ["etl.yaml:9:1: bad cron"]}
+    api.on("GET", "/api/v1/config/pending", refused)
+    bad = cli("reload", "--dry-run")
+    assert bad.exit_code == 1
+    assert "problem: etl.yaml:9:1: bad cron" in bad.stderr
+    assert "a reload would be refused" in bad.stderr
+    as_json = cli("reload", "--dry-run", "--json")
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["problems"] == ["etl.yaml:9:1: bad cron"]
+
+
 def test_config_versions_show_and_diff(api: FakeApi) -> None:
     api.on(
         "GET",
