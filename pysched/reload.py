@@ -67,7 +67,7 @@ class ReloadPreview:
     current: str
     """The sha256 of the version in force."""
     sha256: str
-    """The file's version (the one in force when the file has problems)."""
+    """The file's version; the one in force when a reload would be refused."""
     current_text: str
     text: str
     """The file's text, problems or not ("" when it cannot be read)."""
@@ -145,6 +145,10 @@ class Reloader:
         with nothing applied, journaled, published or told to systemd. Raises
         ``EngineStopped`` if the engine has stopped."""
         self._refuse_if_stopped()
+        async with self._lock:  # after a reload under way, never beside it
+            return await self._preview()
+
+    async def _preview(self) -> ReloadPreview:
         current = self._engine.config
         new, problems = await self._read()
         if self._tokens is not None and not problems:
@@ -157,7 +161,7 @@ class Reloader:
                 valid=False,
                 changed=False,
                 current=current.sha256,
-                sha256=new.sha256 if new is not None else current.sha256,
+                sha256=current.sha256,
                 current_text=current.text,
                 text=new.text if new is not None else await trio.to_thread.run_sync(self._text),
                 problems=tuple(problems),

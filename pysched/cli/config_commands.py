@@ -87,7 +87,8 @@ def _preview(ctx: typer.Context, as_json: bool) -> None:
             typer.echo(f"a reload would be refused; config {current} would stay", err=True)
         elif answer.get("changed"):
             sha = clean(str(answer.get("sha256", ""))[:12])
-            typer.echo(f"a reload would apply {sha} (in force: {current})", err=True)
+            what = sha if sha != current else f"{sha} again, with new secret values"
+            typer.echo(f"a reload would apply {what} (in force: {current})", err=True)
         else:
             typer.echo(f"a reload would change nothing (in force: {current})", err=True)
     if not valid:

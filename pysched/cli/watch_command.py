@@ -57,12 +57,15 @@ def watch(
 def is_about_job(event: dict[str, Any], job: str) -> bool:
     """Whether ``event`` concerns ``job``: one of its runs or attempts (the event names the
     job), or an operator's action on the job or on one of its runs (a run id starts with its
-    job's name and a dot; job names hold no dot). Tokens, reloads and resets concern no job."""
+    job's name and a dot; job names hold no dot). Tokens and reloads concern no job (a refused
+    reload is an action on ``config``, which may also be a job's name)."""
     raw: Any = event.get("data")
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     if event.get("kind") == "action":
         action, target = str(data.get("action", "")), str(data.get("target", ""))
-        return not action.startswith("token_") and target.split(".", 1)[0] == job
+        if action.startswith("token_") or action == "reload_failed":
+            return False
+        return target.split(".", 1)[0] == job
     return data.get("job") == job
 
 
@@ -136,9 +139,10 @@ class _Watch:
                     "some were missed — 'pysched status' shows where things stand",
                     err=True,
                 )
-        if self._job is not None and not is_about_job({**event, "kind": kind}, self._job):
-            return  # (a reset's note above is still said: it is about what was missed)
+        about = {**event, "kind": kind}
+        if self._job is not None and kind != "reset" and not is_about_job(about, self._job):
+            return  # a reset always passes: the job's own events may be among those missed
         if self._as_json:
             typer.echo(json_text(event, indent=None))
             return
-        typer.echo(event_line({**event, "kind": kind}))
+        typer.echo(event_line(about))

@@ -48,19 +48,21 @@ async def pending_config(call: Call) -> Reply:
     if reloader is None:
         raise ApiError(503, "this server cannot reload (it was started without a config file)")
     preview = await reloader.preview()
-    diff = await call.context.offload(
-        _unified_diff,
-        preview.current_text,
-        preview.text,
-        f"config@{preview.current[:12]}",
-        f"config@{preview.sha256[:12]}" if preview.valid else "config (as the file is)",
-    )
+    diff = ""
+    if preview.text:  # "" when the file cannot be read: no diff, the problem says why
+        diff = await call.context.offload(
+            _unified_diff,
+            preview.current_text,
+            preview.text,
+            f"config@{preview.current[:12]}",
+            f"config@{preview.sha256[:12]}" if preview.valid else "config (as the file is)",
+        )
     return 200, {
         "valid": preview.valid,
         "changed": preview.changed,
         "current": preview.current,
         "sha256": preview.sha256,
-        "diff": diff if preview.text else "",
+        "diff": diff,
         "problems": list(preview.problems),
         "warnings": list(preview.warnings),
     }

@@ -99,6 +99,11 @@ class Turns:
             await trio.lowlevel.checkpoint()
 
 
+EVENT_ID_MAX = 2**63 - 1
+"""The largest event id a client may resume after (what a signed 64-bit integer holds, as
+JSON readers everywhere do)."""
+
+
 def resume_point(header: str | None, query: str | None) -> int | None:
     """The id a client resumes after (header first), or None for "from now on".
 
@@ -109,7 +114,12 @@ def resume_point(header: str | None, query: str | None) -> int | None:
         return None
     assert text is not None
     text = text.strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+    if not (
+        text.isascii()
+        and text.isdigit()
+        and len(text) <= len(str(EVENT_ID_MAX))
+        and int(text) <= EVENT_ID_MAX
+    ):
         raise ApiError(
             400, f"Last-Event-ID {text[:40]!r} is not an event id", field="last_event_id"
         )

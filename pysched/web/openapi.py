@@ -216,8 +216,8 @@ _DATE_IN = {
 assert (FIRST_YEAR, LAST_YEAR) == (1900, 9000), "update _DATE_IN's pattern"
 
 _PATH_RULES: dict[str, dict[str, Any]] = {
-    "job": {"minLength": 1},
-    "run_id": {"minLength": 1},
+    "job": {"pattern": "^[^/]+$"},
+    "run_id": {"pattern": "^[^/]+$"},
     "attempt": {"pattern": "^[0-9]{1,6}$"},
     "sha": {"pattern": "^[0-9a-fA-F]{6,}$"},
     "name": {"pattern": f"^{NAME_PATTERN.pattern}$"},

@@ -30,7 +30,8 @@ RUNS_LIMIT = 1_000
 RUNS_LIMIT_MAX = 10_000
 LOG_LIMIT = 64 * 1024
 LOG_LIMIT_MAX = 1024 * 1024
-LOG_OFFSET_MAX = 2**62
+LOG_OFFSET_MAX = 10**18 - 1
+"""The largest offset a request may give: 18 digits, as ``whole_number`` reads."""
 _STATES = ", ".join(state.value for state in RunState)
 
 

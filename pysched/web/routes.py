@@ -18,6 +18,7 @@ from pysched.web import admin_handlers as admin
 from pysched.web import read_handlers as read
 from pysched.web import service_handlers as service
 from pysched.web.context import Call
+from pysched.web.event_stream import EVENT_ID_MAX
 from pysched.web.inputs import MAX_TEXT
 
 Handler = Callable[[Call], Awaitable[tuple[int, Any] | Response]]
@@ -71,6 +72,7 @@ _WHY = Param(name="why", description="Why, for the audit trail.", rules=_TEXT)
 _DATE = "date"
 _FILTER = {"minLength": 1}  # an empty query value is refused, not read as "no filter"
 _VERSION = {"pattern": "^[0-9a-fA-F]{6,}$"}
+_EVENT_ID = {"minimum": 0, "maximum": EVENT_ID_MAX}
 
 ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/healthz", role=None, handler=service.healthz,
@@ -142,10 +144,10 @@ ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/api/v1/events", role=Role.VIEWER, handler=service.events,
           summary="Server-sent events: every committed change, numbered.",
           query=(Param(name="last_event_id", description="Resume after this id.",
-                       schema="integer", rules={"minimum": 0}),),
+                       schema="integer", rules=_EVENT_ID),),
           headers=(Param(name="Last-Event-ID", description="Resume after this id (what an "
                          "EventSource sends when it reconnects); wins over last_event_id.",
-                         schema="integer", rules={"minimum": 0}),),
+                         schema="integer", rules=_EVENT_ID),),
           result="event-stream", errors=(400,), tag="events"),
     Route(method="POST", path="/api/v1/reload", role=Role.ADMIN, handler=admin.reload,
           summary="Re-read the config file; apply it whole or not at all.", result="Reload",

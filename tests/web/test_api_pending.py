@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from tests.web import api_harness
 from tests.web.api_harness import open_api
 
-CONFIG = """\
-scheduler:
-  timezone: Europe/London
-  state_dir: state
-  log_dir: logs
-jobs:
-  extract:
-    schedule: "0 2 * * *"
-    command: echo extracting
-"""
+CONFIG = textwrap.dedent(api_harness.CONFIG)
 
 
 def config_file(tmp_path: Path) -> Path:
@@ -78,6 +71,8 @@ async def test_a_setting_only_a_restart_can_change_is_a_problem(tmp_path: Path) 
         _, body = await api.get("/api/v1/config/pending")
         assert body["valid"] is False
         assert any("scheduler.state_dir cannot change" in p for p in body["problems"])
+        assert body["sha256"] == body["current"] == api.engine.config.sha256  # as a reload's
+        assert "+  state_dir: elsewhere" in body["diff"]
 
 
 async def test_a_broken_tokens_file_is_a_problem_and_the_tokens_stay(tmp_path: Path) -> None:

@@ -108,7 +108,11 @@ async def test_the_event_stream_declares_last_event_id(tmp_path: Path) -> None:
         _, document = await api.get("/api/v1/openapi.json", role=None)
         parameters = document["paths"]["/api/v1/events"]["get"]["parameters"]
         headers = {p["name"]: p for p in parameters if p["in"] == "header"}
-        assert headers["Last-Event-ID"]["schema"] == {"type": "integer", "minimum": 0}
+        assert headers["Last-Event-ID"]["schema"] == {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2**63 - 1,
+        }
 
 
 def _query_schema(document: dict[str, Any], path: str, name: str) -> dict[str, Any]:
@@ -135,6 +139,19 @@ async def test_the_documents_value_rules_are_what_the_server_accepts(tmp_path: P
             status, _ = await api.get("/api/v1/runs", query_string={"limit": str(value)})
             fits = limit_rule["minimum"] <= value <= limit_rule["maximum"]
             assert (status == 200) == fits, value
+
+        log_path = "/api/v1/runs/{run_id}/attempts/{attempt}/log"
+        offset_rule = document["paths"][log_path]["get"]["parameters"]
+        (offset_rule,) = [p["schema"] for p in offset_rule if p["name"] == "offset"]
+        status, run = await api.post("/api/v1/jobs/extract/trigger", {})
+        assert status == 201
+        await api.settle()
+        log_of_run = f"/api/v1/runs/{run['run_id']}/attempts/1/log"
+        for value in (offset_rule["maximum"], offset_rule["maximum"] + 1):
+            status, body = await api.get(log_of_run, query_string={"offset": str(value)})
+            fits = value <= offset_rule["maximum"]
+            # taken: on to the file, which the fake launcher never wrote (404); refused: 400
+            assert (status == 404) == fits, (value, body)
 
         states = _query_schema(document, "/api/v1/runs", "state")["enum"]
         assert "succeeded" in states
