@@ -481,6 +481,8 @@ class EngineCore:
             return False
         for run, data in zip(changed, written, strict=True):
             run.committed = data  # the copy fail-stop goes back to
+            if run.state.finished and run.run_id not in self._watches:
+                run.refreeze(data)  # its record alone, until something reads it again
         self._dirty.clear()
         self._records = []
         self._undo = []

@@ -17,6 +17,7 @@ longer be met as things stand) | ``skipped`` → ``queued`` (ready, waiting for 
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -323,6 +324,19 @@ class Run:
         run.committed = None
         run._frozen = True
         return run
+
+    def refreeze(self, data: dict[str, Any]) -> None:
+        """Go back to the form ``from_data`` gives, from ``data``: this run's ``to_data`` as
+        just committed. A finished run then keeps only its record until something reads it
+        again, as after a restart; most finished runs are never looked at again (about 0.9 KB
+        less a run: see docs/benchmarks.md, "A fourteen-minute soak")."""
+        self._fixed = data
+        self._attempts = None
+        for name in (*_THAWED, "_attempt_data"):  # read again from the record on first use
+            with contextlib.suppress(AttributeError):
+                object.__delattr__(self, name)
+        self.committed = data
+        self._frozen = True
 
     def _thaw(self) -> None:
         """Read the fields ``from_data`` left for later; a field already set (a change made

@@ -100,3 +100,38 @@ async def test_a_failed_snapshot_stops_the_engine_at_once(
             error = await engine.wait_failed()
         assert "cannot write the snapshot" in str(error)
         assert engine.book.find("b.2026-10-19.1") is None
+
+
+async def test_a_rerun_of_a_finished_run_is_rolled_back_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A finished run keeps only its committed record (``Run.refreeze``); a rerun whose commit
+    fails puts it back to exactly that record, attempts and all."""
+    h = Harness(config_from(CONFIG), outcomes={"a": [1]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        done = engine.book.get("a.2026-10-19.1")
+        assert done.state is RunState.FAILED
+        record = done.to_data()
+        assert done.committed == record  # what the journal holds
+        h.store.inject_failure()
+        with pytest.raises(EngineStopped):
+            await engine.rerun("a.2026-10-19.1", by="ann")
+        back = engine.book.get("a.2026-10-19.1")
+        assert back.state is RunState.FAILED
+        assert back.to_data() == record
+        assert [a.number for a in back.attempts] == [1]
+
+
+async def test_a_finished_run_reruns_from_its_record(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    h = Harness(config_from(CONFIG), outcomes={"a": [1, 0]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=1, minutes=5)
+        assert engine.book.get("a.2026-10-19.1").state is RunState.FAILED
+        run = await engine.rerun("a.2026-10-19.1", by="ann")
+        await h.advance(engine, minutes=5)
+        assert run.state is RunState.SUCCEEDED
+        assert [(a.number, a.exit_code) for a in run.attempts] == [(1, 1), (2, 0)]
+        assert run.created_at.strftime("%H:%M") == "01:00"  # read back from the record

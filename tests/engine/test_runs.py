@@ -97,3 +97,31 @@ def test_runs_read_back_share_their_run_date() -> None:
     first, second = Run.from_data(data), Run.from_data({**data, "n": 3})
     assert first.run_date == date(2026, 10, 16)
     assert first.run_date is second.run_date
+
+
+@given(
+    attempts=st.integers(0, 3),
+    reason=st.text(max_size=20),
+    forced=st.booleans(),
+    next_try=st.booleans(),
+)
+def test_a_refrozen_run_is_the_same_run_and_changes_again(
+    attempts: int, reason: str, forced: bool, next_try: bool
+) -> None:
+    """What the engine does to a finished run once it is committed: it keeps only its record,
+    yet reads, writes and changes as before (the same object, for whoever holds it)."""
+    run = made(attempts, reason, forced, next_try)
+    before = (run.created_at, run.scheduled_for, run.trigger, run.upstream, run.reason)
+    later = (run.forced, run.series_start, run.next_try_at, run.ended_at, list(run.attempts))
+    data = run.to_data()
+    run.refreeze(data)
+    assert run.committed is data
+    assert run.to_data() == data  # a snapshot rewrites the same record, still frozen
+    assert (run.created_at, run.scheduled_for, run.trigger, run.upstream, run.reason) == before
+    assert (run.forced, run.series_start, run.next_try_at, run.ended_at, run.attempts) == later
+    run.move(RunState.HELD, "held by ops")  # a change after it: kept, and written
+    run.attempts.append(Attempt(number=attempts + 1, started_at=AT + timedelta(hours=2)))
+    written = run.to_data()
+    assert (written["state"], written["reason"]) == ("held", "held by ops")
+    assert [a["n"] for a in written["attempts"]] == list(range(1, attempts + 2))
+    assert data["state"] == "queued"  # the committed record itself is untouched
