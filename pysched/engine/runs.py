@@ -333,6 +333,8 @@ class Run:
         self._fixed = data
         self._attempts = None
         for name in (*_THAWED, "_attempt_data"):  # read again from the record on first use
+            if name == "scheduled_for":
+                continue  # kept: the record has its offset, not its zone (``%Z`` of a rerun)
             with contextlib.suppress(AttributeError):
                 object.__delattr__(self, name)
         self.committed = data

@@ -135,3 +135,29 @@ async def test_a_finished_run_reruns_from_its_record(
         assert run.state is RunState.SUCCEEDED
         assert [(a.number, a.exit_code) for a in run.attempts] == [(1, 1), (2, 0)]
         assert run.created_at.strftime("%H:%M") == "01:00"  # read back from the record
+
+
+async def test_a_rerun_renders_its_due_time_in_the_zone_of_its_first_attempt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A finished run keeps its own ``scheduled_for``: the record holds its offset only, and
+    ``{scheduled_for:%Z}`` must not turn from CEST into UTC+02:00 on a rerun."""
+    config = config_from(
+        """
+        jobs:
+          a:
+            schedule: "0 9 * * *"
+            timezone: Europe/Paris
+            command: ["echo", "{scheduled_for:%H:%M %Z}"]
+        """
+    )
+    h = Harness(config, outcomes={"a": [1, 0]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=9, minutes=5)
+        assert engine.book.get("a.2026-10-19.1").state is RunState.FAILED
+        await engine.rerun("a.2026-10-19.1", by="ops")
+        await h.advance(engine, minutes=5)
+        assert [start.command for start in h.launcher.started] == [
+            ("echo", "09:00 CEST"),
+            ("echo", "09:00 CEST"),
+        ]
