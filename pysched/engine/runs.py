@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pysched.errors import TransitionError
 
@@ -209,6 +210,9 @@ class Run:
             "trigger": trigger.value,
             "upstream": upstream,
         }
+        zone = getattr(scheduled_for.tzinfo, "key", None)  # a ZoneInfo's name, if it is one
+        if zone is not None:
+            self._fixed["tz"] = zone  # ISO 8601 keeps the offset only; ``%Z`` needs the zone
         self._attempt_data: list[tuple[Attempt, dict[str, Any]]] = []
         self._frozen = False
         """True for a run read back by ``from_data`` whose other fields are not read yet."""
@@ -333,8 +337,6 @@ class Run:
         self._fixed = data
         self._attempts = None
         for name in (*_THAWED, "_attempt_data"):  # read again from the record on first use
-            if name == "scheduled_for":
-                continue  # kept: the record has its offset, not its zone (``%Z`` of a rerun)
             with contextlib.suppress(AttributeError):
                 object.__delattr__(self, name)
         self.committed = data
@@ -348,7 +350,7 @@ class Run:
         ended = data.get("ended")
         values: dict[str, Any] = {
             "created_at": datetime.fromisoformat(data["created"]),
-            "scheduled_for": datetime.fromisoformat(data["for"]),
+            "scheduled_for": _in_zone(datetime.fromisoformat(data["for"]), data.get("tz")),
             "trigger": _TRIGGERS[data["trigger"]],
             "upstream": data.get("upstream"),
             "reason": data.get("reason") or "",
@@ -374,6 +376,18 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run {self.run_id} {self.state.value}>"
+
+
+def _in_zone(at: datetime, zone: Any) -> datetime:
+    """``at`` (read from ISO 8601, so with a fixed offset) in the zone it was written in, when
+    the record names one this machine's zone data has; else as read. The same instant either
+    way: only ``tzname`` (``%Z``) and later arithmetic across a clock change differ."""
+    if not isinstance(zone, str):
+        return at
+    try:
+        return at.astimezone(ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return at
 
 
 _THAWED = frozenset(

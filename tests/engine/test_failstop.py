@@ -161,3 +161,31 @@ async def test_a_rerun_renders_its_due_time_in_the_zone_of_its_first_attempt(
             ("echo", "09:00 CEST"),
             ("echo", "09:00 CEST"),
         ]
+
+
+async def test_a_restart_reads_the_due_time_back_in_its_zone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The run record names the zone of ``scheduled_for`` (``tz``): after a restart a rerun
+    still renders ``%Z`` as the first attempt did. A record without it reads as before."""
+    config = config_from(
+        """
+        jobs:
+          a:
+            schedule: "0 9 * * *"
+            timezone: Europe/Paris
+            command: ["echo", "{scheduled_for:%H:%M %Z}"]
+        """
+    )
+    h = Harness(config, outcomes={"a": [1, 0]})
+    async with h.engine() as engine:
+        await h.advance(engine, hours=9, minutes=5)
+        committed = engine.book.get("a.2026-10-19.1").committed
+        assert committed is not None and committed["tz"] == "Europe/Paris"
+    async with h.engine(store=h.store.reopen()) as engine:
+        await engine.rerun("a.2026-10-19.1", by="ops")
+        await h.advance(engine, minutes=5)
+    assert [start.command for start in h.launcher.started] == [
+        ("echo", "09:00 CEST"),
+        ("echo", "09:00 CEST"),
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -125,3 +126,24 @@ def test_a_refrozen_run_is_the_same_run_and_changes_again(
     assert (written["state"], written["reason"]) == ("held", "held by ops")
     assert [a["n"] for a in written["attempts"]] == list(range(1, attempts + 2))
     assert data["state"] == "queued"  # the committed record itself is untouched
+
+
+def test_a_record_without_a_zone_reads_its_offset_and_an_unknown_zone_is_no_error() -> None:
+    """Records written before ``tz`` existed, or naming a zone this machine's data lacks, read
+    back the instant with its offset, as before."""
+    paris = Run(
+        job="ice",
+        run_date=date(2026, 10, 19),
+        n=1,
+        created_at=AT,
+        scheduled_for=datetime(2026, 10, 19, 9, tzinfo=ZoneInfo("Europe/Paris")),
+        trigger=Trigger.SCHEDULE,
+    )
+    data = paris.to_data()
+    assert data["tz"] == "Europe/Paris"
+    assert Run.from_data(data).scheduled_for.tzname() == "CEST"
+    for record in ({k: v for k, v in data.items() if k != "tz"}, {**data, "tz": "Mars/Olympus"}):
+        back = Run.from_data(record).scheduled_for
+        assert back == paris.scheduled_for
+        assert back.utcoffset() == timedelta(hours=2)
+    assert "tz" not in made(0, "", False, False).to_data()  # a UTC instant names no zone
