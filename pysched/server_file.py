@@ -8,8 +8,11 @@ a clean stop::
      "admin_token_path": "/abs/state/admin.token", "pid": 4242, "ca": null}
 
 A file whose ``pid`` is no longer alive is ignored (a ``serve`` killed with SIGKILL leaves it).
-When several servers run, the last one started owns the file. How the CLI weighs it against
-its options and the config is ``pysched.cli.discovery``'s business.
+When several servers run, the last one started owns the file, and keeps the others, newest
+first, under ``"previous"`` (a list of objects of the same shape, only while there are any):
+when it stops, or dies, the CLI finds the newest of them still running, rather than none. How
+the CLI weighs the file against its options and the config is ``pysched.cli.discovery``'s
+business.
 """
 
 from __future__ import annotations
@@ -76,33 +79,66 @@ def write_current(
         ca=ca.resolve() if ca else None,
     )
     path = current_path(env)
-    write_private(path, (json.dumps(current.to_json(), indent=2) + "\n").encode())
+    others = [c for c in _read_all(path) if c.pid != current.pid and _alive(c.pid)]
+    _write(path, [current, *others])
     return path
 
 
+MAX_SERVERS = 8
+"""The most servers ``current.json`` remembers (the newest and seven before it)."""
+
+
 def remove_current(*, pid: int | None = None, env: Mapping[str, str] | None = None) -> None:
-    """Remove ``current.json`` at a clean stop — only if it is still this server's (``pid``,
-    default this process): a second server started since then owns it now."""
+    """Take this server (``pid``, default this process) out of ``current.json`` at a clean
+    stop. If it owns the file, the newest earlier server still running owns it next (or the
+    file goes); if a later server owns it, that one stays, with this one no longer listed."""
+    mine = os.getpid() if pid is None else pid
     path = current_path(env)
-    found = _read(path)
-    if found is not None and found.pid == (os.getpid() if pid is None else pid):
+    found = _read_all(path)
+    if not any(c.pid == mine for c in found):
+        return
+    rest = [c for c in found if c.pid != mine and _alive(c.pid)]
+    if rest:
+        _write(path, rest)
+    else:
         path.unlink(missing_ok=True)
 
 
 def read_current(env: Mapping[str, str] | None = None) -> Current | None:
-    """The running server's ``current.json``, or None: no file, not one we can read, or its
-    process has gone."""
-    found = _read(current_path(env))
-    if found is None or not _alive(found.pid):
-        return None
-    return found
+    """The running server of ``current.json``: the newest one whose process is alive, or None
+    (no file, not one we can read, or every server it names has gone)."""
+    return next(iter(read_running(env)), None)
 
 
-def _read(path: Path) -> Current | None:
+def read_running(env: Mapping[str, str] | None = None) -> list[Current]:
+    """Every server ``current.json`` names whose process is alive, newest first."""
+    return [c for c in _read_all(current_path(env)) if _alive(c.pid)]
+
+
+def _write(path: Path, servers: list[Current]) -> None:
+    """``servers``, newest first: the first owns the file, the rest go under ``previous``."""
+    newest, *earlier = servers[:MAX_SERVERS]
+    data = newest.to_json()
+    if earlier:
+        data["previous"] = [c.to_json() for c in earlier]
+    write_private(path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+def _read_all(path: Path) -> list[Current]:
+    """Every server the file names, newest first (alive or not); [] when it cannot be read."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return []
+    newest = _current(data)
+    if newest is None:
+        return []
+    raw: Any = data.get("previous")
+    earlier = [_current(item) for item in raw] if isinstance(raw, list) else []  # pyright: ignore[reportUnknownVariableType]
+    return [newest, *(c for c in earlier if c is not None)]
+
+
+def _current(data: Any) -> Current | None:
     if not isinstance(data, dict):
         return None
     fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]

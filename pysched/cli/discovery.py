@@ -10,7 +10,9 @@ config it runs and where its local admin token is::
      "admin_token_path": "/abs/state/admin.token", "pid": 4242, "ca": null}
 
 A file whose ``pid`` is no longer alive is ignored (a ``serve`` killed with SIGKILL leaves it).
-When several servers run, the last one started owns the file.
+When several servers run, the last one started owns the file and lists the others
+(``previous``): without ``-c`` the newest still running counts, with ``-c`` the one running
+that config.
 
 Each of the URL, the token and the TLS trust is taken from the first source that has it:
 
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from pysched.cli.context import Globals
 from pysched.errors import ConfigError, PyschedError
-from pysched.server_file import Current, read_current
+from pysched.server_file import Current, read_running
 from pysched.tokens import read_admin_token
 
 if TYPE_CHECKING:
@@ -81,10 +83,12 @@ def resolve(options: Globals, env: Mapping[str, str] | None = None) -> Target:
     """The target for ``options``, by the precedence in this module's docstring."""
     warnings: list[str] = []
     config: Config | None = None
-    current = read_current(env)
+    running = read_running(env)
+    current = running[0] if running else None
     if options.config is not None:
-        if current is not None and not _same_file(options.config, current):
-            current = None  # another server's: its address and token are not this config's
+        # the server running this very config, if one is (not necessarily the newest):
+        # another server's address and token are not this config's
+        current = next((c for c in running if _same_file(options.config, c)), None)
         from pysched.config import load_config  # here: the YAML parser is slow to import
 
         try:

@@ -82,6 +82,62 @@ def test_remove_current_only_removes_its_own(tmp_path: Path) -> None:
     remove_current()  # gone already: nothing to do
 
 
+def live_pids(count: int) -> tuple[list[subprocess.Popen[bytes]], list[int]]:
+    """``count`` processes that stay alive until killed: servers' pids for current.json."""
+    procs = [subprocess.Popen(["sleep", "60"]) for _ in range(count)]
+    return procs, [proc.pid for proc in procs]
+
+
+def test_two_servers_the_cli_finds_the_other_when_the_newest_goes(tmp_path: Path) -> None:
+    procs, (a, b) = live_pids(2)
+    try:
+        serve_wrote(tmp_path, "http://127.0.0.1:9001", "ta", pid=a)
+        path = serve_wrote(tmp_path, "http://127.0.0.1:9002", "tb", pid=b)
+        assert [p["pid"] for p in json.loads(path.read_text())["previous"]] == [a]
+        assert (current := read_current()) is not None and current.pid == b
+        remove_current(pid=b)  # the newest stops cleanly: the earlier one owns the file again
+        data = json.loads(path.read_text())
+        assert (data["pid"], "previous" in data) == (a, False)
+        serve_wrote(tmp_path, "http://127.0.0.1:9002", "tb", pid=b)
+        procs[1].kill()
+        procs[1].wait()  # the newest dies without cleaning up
+        assert (current := read_current()) is not None and current.url == "http://127.0.0.1:9001"
+        assert resolve(Globals()).url == "http://127.0.0.1:9001"
+        remove_current(pid=a)  # the last one running stops: nothing is left to find
+        assert not path.exists()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_older_server_stopping_leaves_the_newest_and_forgets_itself(tmp_path: Path) -> None:
+    procs, (a, b) = live_pids(2)
+    try:
+        serve_wrote(tmp_path, "http://127.0.0.1:9001", "ta", pid=a)
+        path = serve_wrote(tmp_path, "http://127.0.0.1:9002", "tb", pid=b)
+        remove_current(pid=a)
+        data = json.loads(path.read_text())
+        assert (data["pid"], "previous" in data) == (b, False)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_current_json_remembers_at_most_eight_servers(tmp_path: Path) -> None:
+    procs, pids = live_pids(10)
+    try:
+        for number, pid in enumerate(pids):
+            serve_wrote(tmp_path, f"http://127.0.0.1:{9000 + number}", "t", pid=pid)
+        data = json.loads(current_path().read_text())
+        assert [data["pid"], *(p["pid"] for p in data["previous"])] == pids[::-1][:8]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def test_current_path_follows_xdg_and_ignores_a_relative_one(tmp_path: Path) -> None:
     assert current_path({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "pysched/current.json"
     home = tmp_path / "home"
@@ -214,6 +270,28 @@ def test_the_running_serve_of_the_same_config_gives_its_real_url(tmp_path: Path)
     write_current(url="http://127.0.0.1:43210", config=config, admin_token_path=token_file)
     target = resolve(Globals(config=config))
     assert (target.url, target.token) == ("http://127.0.0.1:43210", "pysched_site")
+
+
+def test_with_c_the_server_running_that_config_counts_even_if_not_the_newest(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path / "site", listen="127.0.0.1:9911")
+    token_file = tmp_path / "site" / "state" / "admin.token"
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text("pysched_site\n")
+    procs, (site, other) = live_pids(2)
+    try:
+        write_current(
+            url="http://127.0.0.1:43210", config=config, admin_token_path=token_file, pid=site
+        )
+        serve_wrote(tmp_path, "http://127.0.0.1:9002", "pysched_other", pid=other)  # newer
+        target = resolve(Globals(config=config))
+        assert (target.url, target.token) == ("http://127.0.0.1:43210", "pysched_site")
+        assert resolve(Globals()).url == "http://127.0.0.1:9002"  # without -c: the newest
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def test_a_configs_admin_token_never_goes_to_another_url(tmp_path: Path) -> None:
