@@ -17,13 +17,16 @@ business.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from pysched.launch.minder import proc_start_ticks
 from pysched.tokens import write_private
 
 
@@ -36,6 +39,9 @@ class Current:
     admin_token_path: Path | None
     pid: int
     ca: Path | None
+    start: int | None = None
+    """The process's start time (``/proc/<pid>/stat`` field 22), so a pid reused by another
+    process is not taken for the server; None in a file written before it was kept."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +49,7 @@ class Current:
             "config": str(self.config) if self.config else None,
             "admin_token_path": str(self.admin_token_path) if self.admin_token_path else None,
             "pid": self.pid,
+            "start": self.start,
             "ca": str(self.ca) if self.ca else None,
         }
 
@@ -71,16 +78,19 @@ def write_current(
 ) -> Path:
     """Write ``current.json`` for the server now starting (atomically, mode 0600); returns
     its path. Paths are made absolute so a CLI in any folder can use them."""
+    pid = os.getpid() if pid is None else pid
     current = Current(
         url=url,
         config=config.resolve(),
         admin_token_path=admin_token_path.resolve(),
-        pid=os.getpid() if pid is None else pid,
+        pid=pid,
         ca=ca.resolve() if ca else None,
+        start=proc_start_ticks(pid),
     )
     path = current_path(env)
-    others = [c for c in _read_all(path) if c.pid != current.pid and _alive(c.pid)]
-    _write(path, [current, *others])
+    with _locked(path):  # servers starting and stopping together must not lose each other
+        others = [c for c in _read_all(path) if c.pid != current.pid and _alive(c)]
+        _write(path, [current, *others])
     return path
 
 
@@ -94,14 +104,31 @@ def remove_current(*, pid: int | None = None, env: Mapping[str, str] | None = No
     file goes); if a later server owns it, that one stays, with this one no longer listed."""
     mine = os.getpid() if pid is None else pid
     path = current_path(env)
-    found = _read_all(path)
-    if not any(c.pid == mine for c in found):
+    if not path.exists():
         return
-    rest = [c for c in found if c.pid != mine and _alive(c.pid)]
-    if rest:
-        _write(path, rest)
-    else:
-        path.unlink(missing_ok=True)
+    with _locked(path):
+        found = _read_all(path)
+        if not any(c.pid == mine for c in found):
+            return
+        rest = [c for c in found if c.pid != mine and _alive(c)]
+        if rest:
+            _write(path, rest)
+        else:
+            path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _locked(path: Path) -> Generator[None]:
+    """Hold an exclusive lock on ``path``'s lock file (``.current.json.lock`` beside it) for a
+    read and rewrite of ``path``: without it, two servers starting together could each write
+    the list without the other."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def read_current(env: Mapping[str, str] | None = None) -> Current | None:
@@ -112,7 +139,7 @@ def read_current(env: Mapping[str, str] | None = None) -> Current | None:
 
 def read_running(env: Mapping[str, str] | None = None) -> list[Current]:
     """Every server ``current.json`` names whose process is alive, newest first."""
-    return [c for c in _read_all(current_path(env)) if _alive(c.pid)]
+    return [c for c in _read_all(current_path(env)) if _alive(c)]
 
 
 def _write(path: Path, servers: list[Current]) -> None:
@@ -128,7 +155,7 @@ def _read_all(path: Path) -> list[Current]:
     """Every server the file names, newest first (alive or not); [] when it cannot be read."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     newest = _current(data)
     if newest is None:
@@ -142,8 +169,8 @@ def _current(data: Any) -> Current | None:
     if not isinstance(data, dict):
         return None
     fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    url, pid = fields.get("url"), fields.get("pid")
-    if not isinstance(url, str) or not url or not isinstance(pid, int) or isinstance(pid, bool):
+    url, pid, start = fields.get("url"), fields.get("pid"), fields.get("start")
+    if not isinstance(url, str) or not url or not _whole(pid) or not 0 < pid < 2**31:
         return None
     return Current(
         url=url,
@@ -151,22 +178,23 @@ def _current(data: Any) -> Current | None:
         admin_token_path=_path(fields.get("admin_token_path")),
         pid=pid,
         ca=_path(fields.get("ca")),
+        start=start if _whole(start) else None,
     )
+
+
+def _whole(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _path(value: Any) -> Path | None:
     return Path(value) if isinstance(value, str) and value else None
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
+def _alive(server: Current) -> bool:
+    """Whether the server's process still runs: its pid exists, is this user's (the file is,
+    so another user's process there is not the server), and started when the file says."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        os.kill(server.pid, 0)
+    except (OSError, OverflowError):  # gone, or another user's
         return False
-    except PermissionError:
-        return True  # it exists; it is someone else's
-    except OSError:
-        return False
-    return True
+    return server.start is None or proc_start_ticks(server.pid) == server.start

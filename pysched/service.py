@@ -36,7 +36,7 @@ from pysched.errors import TokenFileError, leaves
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
 from pysched.launch.base import Launcher
 from pysched.reload import Reloader
-from pysched.server_file import remove_current, write_current
+from pysched.server_file import current_path, remove_current, write_current
 from pysched.store import Store
 from pysched.systemd import SystemdNotifier, run_watchdog
 from pysched.timing.clock import Clock, RealClock
@@ -362,7 +362,10 @@ class _Web:
         if self.announced:
             self.announced = False
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(remove_current)
+                try:
+                    await trio.to_thread.run_sync(remove_current)
+                except OSError as exc:  # a full disk, say: never a reason to fail the stop
+                    log.warning("could not update %s: %s", current_path(), exc)
 
 
 async def _log_events(engine: Engine) -> None:

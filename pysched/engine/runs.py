@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pysched.errors import TransitionError
 
@@ -382,11 +382,11 @@ def _in_zone(at: datetime, zone: Any) -> datetime:
     """``at`` (read from ISO 8601, so with a fixed offset) in the zone it was written in, when
     the record names one this machine's zone data has; else as read. The same instant either
     way: only ``tzname`` (``%Z``) and later arithmetic across a clock change differ."""
-    if not isinstance(zone, str):
+    if not isinstance(zone, str) or at.tzinfo is None or len(zone) > 255:
         return at
     try:
         return at.astimezone(ZoneInfo(zone))
-    except (ZoneInfoNotFoundError, ValueError):
+    except Exception:  # a hand-edited record ("Europe" is a folder, year 9999): never raise
         return at
 
 

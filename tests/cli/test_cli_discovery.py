@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,9 @@ def test_current_json_written_private_and_read_back(tmp_path: Path) -> None:
     assert path == tmp_path / "xdg-state" / "pysched" / "current.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     data = json.loads(path.read_text())
-    assert set(data) == {"url", "config", "admin_token_path", "pid", "ca"}
+    assert set(data) == {"url", "config", "admin_token_path", "pid", "start", "ca"}
     assert data["pid"] == os.getpid()
+    assert isinstance(data["start"], int)  # the process's start time: a reused pid is not it
     assert Path(data["config"]).is_absolute()
     current = read_current()
     assert current is not None
@@ -132,6 +134,58 @@ def test_current_json_remembers_at_most_eight_servers(tmp_path: Path) -> None:
             serve_wrote(tmp_path, f"http://127.0.0.1:{9000 + number}", "t", pid=pid)
         data = json.loads(current_path().read_text())
         assert [data["pid"], *(p["pid"] for p in data["previous"])] == pids[::-1][:8]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_pid_reused_by_another_process_is_not_the_server(tmp_path: Path) -> None:
+    path = serve_wrote(tmp_path, "http://127.0.0.1:9000", "t")  # this process, its start
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "start": data["start"] + 1}))  # same pid, another life
+    assert read_current() is None
+    path.write_text(json.dumps({k: v for k, v in data.items() if k != "start"}))  # older file
+    assert read_current() is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"url": "http://x", "pid": 2**40}),
+        json.dumps({"url": "http://x", "pid": os.getpid(), "previous": [{"pid": 2**70}, 3, []]}),
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["huge_pid", "bad_previous", "deep"],
+)
+def test_a_strange_current_json_neither_breaks_the_cli_nor_a_starting_serve(
+    tmp_path: Path, text: str
+) -> None:
+    path = current_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    read_current()  # no error
+    serve_wrote(tmp_path, "http://127.0.0.1:9000", "t")
+    assert (current := read_current()) is not None and current.pid == os.getpid()
+
+
+def test_servers_starting_together_are_all_listed(tmp_path: Path) -> None:
+    """Each read and rewrite of the list holds a lock: none overwrites another's entry."""
+    procs, pids = live_pids(6)
+    try:
+        threads = [
+            threading.Thread(
+                target=serve_wrote, args=(tmp_path, f"http://127.0.0.1:{9100 + i}", "t", pid)
+            )
+            for i, pid in enumerate(pids)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        data = json.loads(current_path().read_text())
+        listed = {data["pid"], *(p["pid"] for p in data.get("previous", []))}
+        assert listed == set(pids)
     finally:
         for proc in procs:
             proc.kill()

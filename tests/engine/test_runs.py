@@ -142,8 +142,19 @@ def test_a_record_without_a_zone_reads_its_offset_and_an_unknown_zone_is_no_erro
     data = paris.to_data()
     assert data["tz"] == "Europe/Paris"
     assert Run.from_data(data).scheduled_for.tzname() == "CEST"
-    for record in ({k: v for k, v in data.items() if k != "tz"}, {**data, "tz": "Mars/Olympus"}):
+    odd_zones = ("Mars/Olympus", "Europe", "../etc/passwd", "a" * 5000)
+    without = {k: v for k, v in data.items() if k != "tz"}
+    for record in (without, *({**data, "tz": zone} for zone in odd_zones)):
         back = Run.from_data(record).scheduled_for
         assert back == paris.scheduled_for
         assert back.utcoffset() == timedelta(hours=2)
     assert "tz" not in made(0, "", False, False).to_data()  # a UTC instant names no zone
+
+
+def test_a_due_time_at_the_end_of_the_calendar_reads_back_without_its_zone() -> None:
+    """Converting 9999-12-31T23:00Z to Paris would overflow: the offset is kept instead."""
+    data = made(0, "", False, False).to_data()
+    record = {**data, "for": "9999-12-31T23:00:00+00:00", "tz": "Europe/Paris"}
+    run = Run.from_data(record)
+    assert run.scheduled_for == datetime(9999, 12, 31, 23, tzinfo=UTC)
+    assert run.reason == data["reason"]  # the other fields read as usual
