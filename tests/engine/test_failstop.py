@@ -137,21 +137,22 @@ async def test_a_finished_run_reruns_from_its_record(
         assert run.created_at.strftime("%H:%M") == "01:00"  # read back from the record
 
 
+PARIS_DUE_TIME = """
+jobs:
+  a:
+    schedule: "0 9 * * *"
+    timezone: Europe/Paris
+    command: ["echo", "{scheduled_for:%H:%M %Z}"]
+"""
+"""A job whose command shows the zone of its due time (``%Z``: CEST in October)."""
+
+
 async def test_a_rerun_renders_its_due_time_in_the_zone_of_its_first_attempt(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A finished run keeps its own ``scheduled_for``: the record holds its offset only, and
     ``{scheduled_for:%Z}`` must not turn from CEST into UTC+02:00 on a rerun."""
-    config = config_from(
-        """
-        jobs:
-          a:
-            schedule: "0 9 * * *"
-            timezone: Europe/Paris
-            command: ["echo", "{scheduled_for:%H:%M %Z}"]
-        """
-    )
-    h = Harness(config, outcomes={"a": [1, 0]})
+    h = Harness(config_from(PARIS_DUE_TIME), outcomes={"a": [1, 0]})
     async with h.engine() as engine:
         await h.advance(engine, hours=9, minutes=5)
         assert engine.book.get("a.2026-10-19.1").state is RunState.FAILED
@@ -168,16 +169,7 @@ async def test_a_restart_reads_the_due_time_back_in_its_zone(
 ) -> None:
     """The run record names the zone of ``scheduled_for`` (``tz``): after a restart a rerun
     still renders ``%Z`` as the first attempt did. A record without it reads as before."""
-    config = config_from(
-        """
-        jobs:
-          a:
-            schedule: "0 9 * * *"
-            timezone: Europe/Paris
-            command: ["echo", "{scheduled_for:%H:%M %Z}"]
-        """
-    )
-    h = Harness(config, outcomes={"a": [1, 0]})
+    h = Harness(config_from(PARIS_DUE_TIME), outcomes={"a": [1, 0]})
     async with h.engine() as engine:
         await h.advance(engine, hours=9, minutes=5)
         committed = engine.book.get("a.2026-10-19.1").committed
