@@ -75,6 +75,12 @@ class ReloadPreview:
     warnings: tuple[str, ...] = ()
 
 
+def _changed(current: Config, new: Config) -> bool:
+    """Whether applying ``new`` changes anything: another version, or new secret values (a
+    rotated password applies again the same version)."""
+    return new.sha256 != current.sha256 or not new.secrets.same_values(current.secrets)
+
+
 def _reload_status(outcome: ReloadOutcome | None) -> str:
     """The one line ``systemctl status`` shows after a reload."""
     if outcome is None:
@@ -150,12 +156,7 @@ class Reloader:
 
     async def _preview(self) -> ReloadPreview:
         current = self._engine.config
-        new, problems = await self._read()
-        if self._tokens is not None and not problems:
-            try:
-                await self._tokens.check()
-            except TokenFileError as exc:
-                problems.append(str(exc))
+        new, problems = await self._read(apply_tokens=False)
         if new is None or problems:
             return ReloadPreview(
                 valid=False,
@@ -168,7 +169,7 @@ class Reloader:
             )
         return ReloadPreview(
             valid=True,
-            changed=new.sha256 != current.sha256 or not new.secrets.same_values(current.secrets),
+            changed=_changed(current, new),
             current=current.sha256,
             sha256=new.sha256,
             current_text=current.text,
@@ -183,8 +184,10 @@ class Reloader:
         except OSError:
             return ""
 
-    async def _read(self) -> tuple[Config | None, list[str]]:
-        """The config file, checked, and the problems that would refuse it."""
+    async def _read(self, *, apply_tokens: bool) -> tuple[Config | None, list[str]]:
+        """The config file, checked, and the problems that would refuse it. When the file has
+        none, the tokens file is read too: put in force with ``apply_tokens`` (a reload), only
+        checked without (a preview)."""
         current = self._engine.config
         problems: list[str] = []
         new: Config | None = None
@@ -201,6 +204,12 @@ class Reloader:
                         f"{self._path}: scheduler.{key} cannot change while pysched runs "
                         f"({before} -> {after}) — restart pysched to move it"
                     )
+        if self._tokens is not None and not problems:
+            tokens = self._tokens.reload if apply_tokens else self._tokens.check
+            try:
+                await tokens()
+            except TokenFileError as exc:
+                problems.append(str(exc))
         return new, problems
 
     def _warnings(self, new: Config) -> list[str]:
@@ -214,12 +223,7 @@ class Reloader:
     async def _reload(self, by: str) -> ReloadOutcome:
         engine = self._engine
         current = engine.config
-        new, problems = await self._read()
-        if self._tokens is not None and not problems:
-            try:
-                await self._tokens.reload()
-            except TokenFileError as exc:
-                problems.append(str(exc))
+        new, problems = await self._read(apply_tokens=True)
         if problems or new is None:
             for problem in problems:
                 log.error("reload refused: %s", problem)
@@ -232,7 +236,7 @@ class Reloader:
         for warning in warnings:
             log.warning("reload: %s", warning)
         rotated = not new.secrets.same_values(current.secrets)
-        changed = new.sha256 != current.sha256 or rotated
+        changed = _changed(current, new)
         if changed:
             self._refuse_if_stopped()  # a stop began while the file was read: apply nothing
             await engine.apply_config(new, by=by)
