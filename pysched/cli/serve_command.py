@@ -77,7 +77,9 @@ def serve_command(
             result = trio.run(
                 lambda: serve(
                     loaded,
-                    launcher_factory=lambda c: LocalLauncher(c.scheduler.log_dir),
+                    launcher_factory=lambda c: LocalLauncher(
+                        c.scheduler.log_dir, cache_dir=c.scheduler.minder_dir
+                    ),
                     listen=address,
                     notifier=notifier,
                 )

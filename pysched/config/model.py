@@ -28,6 +28,8 @@ TOKENS_FILE = "tokens.json"
 """The tokens file's name in the state dir, unless ``scheduler.tokens_file`` says otherwise."""
 ADMIN_TOKEN_FILE = "admin.token"
 """The name, in the state dir, of the admin token the first ``serve`` writes."""
+MINDER_DIR = "minder"
+"""The folder, in the state dir, where ``serve`` keeps the native minder it builds."""
 
 
 class Overlap(enum.Enum):
@@ -245,6 +247,11 @@ class SchedulerSettings:
     def admin_token_path(self) -> Path:
         """The admin token the first ``serve`` writes (owner-only) for the CLI on this host."""
         return self.state_dir / ADMIN_TOKEN_FILE
+
+    @property
+    def minder_dir(self) -> Path:
+        """Where ``serve`` keeps the native minder (``pysched.launch.native_minder``)."""
+        return self.state_dir / MINDER_DIR
 
     @property
     def url(self) -> str:

@@ -24,16 +24,25 @@ For each request the host
    after the crash then finds no marker and starts the attempt itself, once. A request read
    after the scheduler's death is never acted on, so a restarted scheduler and this host never
    both start one attempt;
-3. forks. The child makes itself a process group of its own (``setpgid``: a signal to the
-   host's group or the scheduler's never reaches it, and it outlives both), puts ``/dev/null``
-   on its standard streams (so it holds none of the host's pipes), restores ``SIGCHLD`` and
-   runs exactly what a minder started by path runs (``minder.serve``), then ``_exit``\\ s.
+3. makes the minder, one of two ways:
 
-   It stays in the host's session (which has no terminal, so no hangup can come through it)
-   rather than starting one of its own: where the kernel groups processes by session for CPU
-   fairness (``sched_autogroup``, on by default in most distributions), all the minders then
-   count as one with their host, and a burst of two hundred starting at once cannot crowd the
-   scheduler's own loop off the CPU. The command still gets a session of its own.
+   - **native**, when the host was started with the path of a built ``minder.c`` as its
+     argument (see ``pysched.launch.native_minder``): ``posix_spawn`` of that program (a
+     ``vfork``, so it costs the host almost nothing), in a process group of its own, every
+     signal at its default, ``/dev/null`` on its standard output and error, no environment,
+     and the job, as ``native_job`` lays it out, written into a pipe on its standard input;
+   - **forked**, otherwise (or when that program cannot be started: removed meanwhile, say):
+     the child makes itself a process group of its own (``setpgid``), puts ``/dev/null`` on
+     its standard streams (so it holds none of the host's pipes), restores ``SIGCHLD`` and
+     runs exactly what a minder started by path runs (``minder.serve``), then ``_exit``\\ s.
+
+   Either way a signal to the host's group or the scheduler's never reaches the minder, and it
+   outlives both. It stays in the host's session (which has no terminal, so no hangup can come
+   through it) rather than starting one of its own: where the kernel groups processes by
+   session for CPU fairness (``sched_autogroup``, on by default in most distributions), all the
+   minders then count as one with their host, and a burst of two hundred starting at once
+   cannot crowd the scheduler's own loop off the CPU. The command still gets a session of its
+   own.
 
 ``SIGCHLD`` is ignored in the host, so the kernel reaps its minders as they end: no zombies and
 no reaping loop. A minder is not the scheduler's child either way; the launcher waits for it
@@ -109,18 +118,126 @@ def _become_minder(job: "dict[str, Any]") -> "NoReturn":
         os._exit(code)
 
 
-def spawn(job: "dict[str, Any]", marker: str, parent: int) -> tuple[int, int | None]:
-    """Touch ``marker`` and fork a minder for ``job``: its pid and start time.
+NATIVE_MAGIC = "pysched-minder 1"
+"""The first field of a native minder's job, and what ``minder.c --check`` prints."""
+
+
+def _escaped(text: str) -> str:
+    """``text`` as JSON writes it, without the quotes: how the native minder gets every text it
+    may put in a note, so its notes hold what ``minder.py``'s would."""
+    return minder._json_str(text)[1:-1]  # pyright: ignore[reportPrivateUsage]
+
+
+def native_job(job: "dict[str, Any]") -> bytes:
+    """``job`` laid out for the native minder (see ``minder.c``): NUL-terminated fields.
+
+    A job that ``minder.py`` would refuse (a NUL byte in a text, a bad variable name, no
+    command at all) travels as ``fatal``, the message ``minder.py`` would write, and the
+    native minder writes only that note."""
+    argv = [str(a) for a in job["argv"]]
+    env = {str(k): str(v) for k, v in job["env"].items()}
+    cwd = job.get("cwd")
+    paths = [str(job[key]) for key in ("note", "started", "stdout", "stderr")]
+    shown = {str(text): str(form) for text, form in job.get("redact") or ()}
+    program = argv[0] if argv else ""
+    fatal = ""
+    try:
+        if not argv:  # what minder.py's argv[0] raises
+            raise IndexError("list index out of range")
+        minder._check_exec_args(argv, env)  # pyright: ignore[reportPrivateUsage]
+        if any("\0" in text for text in [*paths, cwd or ""]):
+            raise ValueError("embedded null byte")
+        if any(not key for key in env):
+            raise ValueError("illegal environment variable name")
+    except (ValueError, IndexError) as exc:
+        fatal = f"minder failed: {type(exc).__name__}: {exc}"
+        argv, env, cwd, paths[1:] = [], {}, None, ["", "", ""]
+    shown_program = shown.get(program, program)
+    executables = minder._executables(program, env) if argv else []  # pyright: ignore[reportPrivateUsage]
+    fields = [
+        NATIVE_MAGIC,
+        *paths,
+        "0" if cwd is None else "1",
+        "" if cwd is None else str(cwd),
+        _escaped(fatal),
+        _escaped(f"cannot start {shown_program!r}: "),
+        _escaped(shown_program),
+        _escaped(shown.get(str(cwd), str(cwd))),
+        _escaped(paths[2]),
+        _escaped(paths[3]),
+        str(len(argv)),
+        *argv,
+        str(len(executables)),
+        *executables,
+        str(len(env)),
+        *(f"{key}={value}" for key, value in env.items()),
+    ]
+    return b"".join(os.fsencode(text) + b"\0" for text in fields)
+
+
+_ALL_SIGNALS = [
+    signum for signum in range(1, _signal.NSIG) if signum not in (_signal.SIGKILL, _signal.SIGSTOP)
+]
+
+
+def _spawn_native(program: str, request: bytes) -> int:
+    """Start the native minder ``program`` and hand it ``request`` (a ``native_job``); its
+    pid."""
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.posix_spawn(
+            program,
+            [program],
+            {},
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read_end, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setpgroup=0,
+            setsigmask=(),
+            setsigdef=_ALL_SIGNALS,
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    try:
+        view = memoryview(request)
+        while view:  # blocks only while the minder reads a job larger than the pipe holds
+            view = view[os.write(write_end, view) :]
+    except BrokenPipeError:
+        pass  # the minder died at once: the launcher finds it ended without a note
+    finally:
+        os.close(write_end)
+    return pid
+
+
+def spawn(
+    job: "dict[str, Any]", marker: str, parent: int, native: "str | None" = None
+) -> tuple[int, int | None]:
+    """Touch ``marker`` and make a minder for ``job`` (``native``: the path of the native
+    minder, else a fork): its pid and start time.
 
     Raises ``OSError`` when no minder was made (the marker is removed again), ``_Orphaned``
-    when ``parent`` is no longer this process's parent.
+    when ``parent`` is no longer this process's parent, ``ValueError`` (and the like) for a
+    job the native minder cannot be given (before the marker is touched).
     """
+    request = native_job(job) if native is not None else None
     _touch(marker)
     if os.getppid() != parent:
         _unlink(marker)
         raise _Orphaned
     try:
-        pid = os.fork()
+        pid = None
+        if native is not None and request is not None:
+            try:  # noqa: SIM105 (contextlib is not loaded here)
+                pid = _spawn_native(native, request)
+            except OSError:  # the program is gone or cannot run here: fork a minder instead
+                pass
+        if pid is None:
+            pid = os.fork()
     except OSError:
         _unlink(marker)
         raise
@@ -129,20 +246,25 @@ def spawn(job: "dict[str, Any]", marker: str, parent: int) -> tuple[int, int | N
     return pid, minder.proc_start_ticks(pid)
 
 
-def _answer(request_id: int, job: object, marker: object, parent: int) -> bytes:
+def _answer(
+    request_id: int, job: object, marker: object, parent: int, native: "str | None"
+) -> bytes:
     if not isinstance(job, dict) or not isinstance(marker, str):
         return b"%d error bad request\n" % request_id
     try:
-        pid, start = spawn(job, marker, parent)  # pyright: ignore[reportUnknownArgumentType]
+        pid, start = spawn(job, marker, parent, native)  # pyright: ignore[reportUnknownArgumentType]
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return b"%d error bad request\n" % request_id
     except OSError as exc:
         # the marker's path and the errno's text, never the job (its env holds secrets)
-        message = f"cannot fork a minder: {exc}".replace("\n", " ")
+        message = f"cannot make a minder: {exc}".replace("\n", " ")
         return b"%d error %s\n" % (request_id, message.encode(errors="replace"))
     return b"%d %d %d\n" % (request_id, pid, -1 if start is None else start)
 
 
-def serve(requests: int, answers: int, parent: int) -> int:
-    """Answer requests from ``requests`` on ``answers`` until the end of input."""
+def serve(requests: int, answers: int, parent: int, native: "str | None" = None) -> int:
+    """Answer requests from ``requests`` on ``answers`` until the end of input; ``native`` is
+    the native minder's path, if minders are made with it."""
     buffer = bytearray()
     while True:
         head = _read_exactly(requests, 4, buffer)
@@ -156,13 +278,16 @@ def serve(requests: int, answers: int, parent: int) -> int:
         except (ValueError, EOFError, TypeError):
             return 2  # not our launcher talking: stop rather than guess
         try:
-            answer = _answer(request_id, job, marker, parent)
+            answer = _answer(request_id, job, marker, parent, native)
         except _Orphaned:
             return 0
         os.write(answers, answer)
 
 
-def main() -> int:
+def main(args: "list[str] | None" = None) -> int:
+    """``args`` (default: the command line's): nothing, or the native minder's path."""
+    args = sys.argv[1:] if args is None else args
+    native = args[0] if args else None
     _signal.signal(_signal.SIGHUP, _ignore)
     _signal.signal(_signal.SIGINT, _ignore)
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the kernel reaps our minders
@@ -171,7 +296,7 @@ def main() -> int:
     gc.freeze()  # what is loaded now stays shared with every fork instead of being copied
     os.write(1, b"ready %d\n" % os.getpid())
     try:
-        return serve(0, 1, parent)
+        return serve(0, 1, parent, native)
     except BrokenPipeError:
         return 0  # the launcher stopped listening
 

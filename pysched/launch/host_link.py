@@ -39,6 +39,8 @@ from typing import Any
 
 import trio
 
+from pysched.launch.native_minder import native_minder
+
 __all__ = ["HostGone", "MinderHost"]
 
 log = logging.getLogger(__name__)
@@ -116,11 +118,16 @@ class _Opening:
 class MinderHost:
     """A lazily started minder host; see the module docstring.
 
-    ``python`` runs the host (and so every minder it forks).
+    ``python`` runs the host (and so every minder it forks). ``native_cache``: where the
+    native minder is built and kept (``pysched.launch.native_minder``), or None to fork every
+    minder from the host.
     """
 
-    def __init__(self, python: str = sys.executable) -> None:
+    def __init__(self, python: str = sys.executable, *, native_cache: Path | None = None) -> None:
         self.python = python
+        self.native_cache = native_cache
+        self.native: Path | None = None
+        """The native minder the running host starts, if it does."""
         self._link: _Link | None = None
         self._opening: _Opening | None = None
         self._next_id = 0
@@ -348,16 +355,23 @@ class MinderHost:
             link.close()
             raise OSError(f"the minder host said {bytes(link.inbox[:end])[:80]!r}, not ready")
         del link.inbox[: end + 1]
-        log.debug("minder host started, pid %d", process.pid)
+        log.debug(
+            "minder host started, pid %d, %s minders",
+            process.pid,
+            "forked" if self.native is None else f"native ({self.native})",
+        )
         return link
 
     def _popen(self) -> tuple[subprocess.Popen[bytes], int, int]:
-        """Runs in a worker thread: start the host with a pipe each way."""
+        """Runs in a worker thread: find (or build) the native minder, and start the host with
+        a pipe each way."""
+        self.native = None if self.native_cache is None else native_minder(self.native_cache)
+        native = [] if self.native is None else [str(self.native)]
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
         try:
             process = subprocess.Popen(
-                [self.python, "-I", "-S", "-c", _HOST_BOOT],
+                [self.python, "-I", "-S", "-c", _HOST_BOOT, *native],
                 stdin=requests_read,
                 stdout=answers_write,
                 stderr=subprocess.DEVNULL,

@@ -14,11 +14,13 @@ start times and the boot's id.
 
 Two ways to make a minder, chosen by ``minder_host``:
 
-- **the minder host** (the default): one long-lived ``python -I -S`` process with the minder's
-  code loaded forks a minder per attempt, about 1 ms each instead of 20 (``pysched.launch.host``
-  and ``host_link``). It touches the ``.spawned`` marker before each fork. If it dies while
-  asked, the attempt's files say whether its minder was made (as recovery reads them), and the
-  next start starts a new host;
+- **the minder host** (the default): one long-lived ``python -I -S`` process makes a minder
+  per attempt (``pysched.launch.host`` and ``host_link``): it starts the native minder, the
+  same minder in C built on first use where a C compiler is found
+  (``pysched.launch.native_minder``), or else forks itself with the minder's code loaded,
+  about 1 ms each instead of 20 for a fresh interpreter. It touches the ``.spawned`` marker
+  before each. If it dies while asked, the attempt's files say whether its minder was made
+  (as recovery reads them), and the next start starts a new host;
 - **a fresh interpreter per attempt** (``minder_host=False``, or ``PYSCHED_MINDER_HOST=0`` in
   the environment): ``python -I -S -c "import minder..." -`` with the job on standard input,
   spawned by ONE worker thread at a time, which takes every start queued meanwhile.
@@ -57,6 +59,7 @@ import trio
 from pysched.launch import minder
 from pysched.launch.base import NOT_STARTED, AttemptSpec, ExitStatus, NotStarted
 from pysched.launch.host_link import HostGone, MinderHost
+from pysched.launch.native_minder import cache_dir_for, native_minder_wanted
 
 __all__ = ["LocalAttempt", "LocalLauncher"]
 
@@ -479,7 +482,10 @@ class LocalLauncher:
     minder (or its host). ``base_env`` (default: this process's environment) is what each
     command's environment starts from; ``spec.env`` is laid over it. ``minder_host`` picks
     how minders are made (see the module docstring); by default the host, unless the
-    environment says ``PYSCHED_MINDER_HOST=0``.
+    environment says ``PYSCHED_MINDER_HOST=0``. With the host, ``native_minder`` says whether
+    it starts the native minder when one can be built (default: unless the environment says
+    ``PYSCHED_MINDER_NATIVE=0``), kept in ``cache_dir`` (see
+    ``pysched.launch.native_minder.cache_dir_for``).
 
     With the host, the launcher owns one process: it ends with ``close()``, when the launcher
     is collected, or when this process ends. Running minders are never affected.
@@ -492,13 +498,18 @@ class LocalLauncher:
         python: str = sys.executable,
         base_env: Mapping[str, str] | None = None,
         minder_host: bool | None = None,
+        native_minder: bool | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         self.log_dir = Path(log_dir)
         self.python = python
         self.base_env = dict(base_env) if base_env is not None else None
         if minder_host is None:
             minder_host = os.environ.get("PYSCHED_MINDER_HOST", "1") != "0"
-        self._host = MinderHost(python) if minder_host else None
+        if native_minder is None:
+            native_minder = native_minder_wanted()
+        native_cache = cache_dir_for(cache_dir) if native_minder else None
+        self._host = MinderHost(python, native_cache=native_cache) if minder_host else None
         self._queue: list[_Spawn] = []
         self._draining = False
 

@@ -6,7 +6,7 @@ would not read back: ``Store.open`` never reads the archive, so that one does no
 and, apart, the warnings: what the next open tidies by itself (a torn last line, a leftover
 temporary snapshot, segments a snapshot already covers) and files that are no part of the
 journal. The files ``pysched serve`` keeps in the state dir (named in ``pysched.config.model``:
-``TOKENS_FILE``, ``ADMIN_TOKEN_FILE``) are not warned about.
+``TOKENS_FILE``, ``ADMIN_TOKEN_FILE``, ``MINDER_DIR``) are not warned about.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pysched.config.model import ADMIN_TOKEN_FILE, TOKENS_FILE
+from pysched.config.model import ADMIN_TOKEN_FILE, MINDER_DIR, TOKENS_FILE
 from pysched.store.layout import (
     ARCHIVE_DIR,
     LOCK,
@@ -166,7 +166,7 @@ def inspect_state_dir(state_dir: str | os.PathLike[str]) -> StateReport:
         if scan.torn is not None:
             warnings.append(f"{scan.torn}: cut before the next append to it")
 
-    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR, TOKENS_FILE, ADMIN_TOKEN_FILE}
+    known = {LOCK, SNAPSHOT, SNAPSHOT_TMP, ARCHIVE_DIR, TOKENS_FILE, ADMIN_TOKEN_FILE, MINDER_DIR}
     known |= {p.name for p in segments.values()}
     for path in sorted(root.iterdir()):
         if path.name not in known:

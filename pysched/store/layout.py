@@ -11,6 +11,7 @@
       archive/2026-09.jsonl   records retired from the live state, by month
       admin.token             ``pysched serve``'s, not the store's (``pysched.config.model``)
       tokens.json
+      minder/                 ``pysched serve``'s native minder (``pysched.launch.native_minder``)
 
 ``scan_file`` is shared by ``Store.open`` (which stops at the first problem) and
 ``check_state_dir`` (which reports them all).

@@ -1,0 +1,600 @@
+/* pysched's native minder: the same job as minder.py, in a small C program.
+ *
+ * Built on first use by pysched.launch.native_minder (any C compiler, C library only) and
+ * started by the minder host (pysched.launch.host) with posix_spawn, one per attempt. A forked
+ * Python minder costs about 5 ms of CPU an attempt, this one a few hundred microseconds, and
+ * that is most of what 200 attempts starting at once cost the machine.
+ *
+ * It does exactly what minder.py's run() does and writes the same two files, byte for byte
+ * the same JSON: see minder.py for the contract. The job comes on standard input, prepared by
+ * the host (host.native_job): NUL-terminated fields, in this order:
+ *
+ *   "pysched-minder 1", note, started, stdout, stderr, has_cwd ("0" or "1"), cwd,
+ *   fatal, error_head, what_program, what_cwd, what_stdout, what_stderr,
+ *   argc, argv..., execc, executables..., envc, "KEY=value"...
+ *
+ * fatal, error_head and the what_* fields are already JSON-escaped (without quotes) by the
+ * host, which writes JSON as Python's json module does; the error of a command that cannot
+ * start is error_head + strerror(errno) + " (" + what + ")", as in minder.py. A non-empty
+ * fatal is a job the minder cannot run (minder.py would raise): its note carries that error.
+ *
+ * "--check" as the only argument prints "pysched-minder 1" and exits 0: how the builder
+ * checks that a built minder runs here (a noexec mount, say).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WIRE_MAGIC "pysched-minder 1"
+#define NOTE_VERSION 1
+#define LOG_FILE_MODE 0640
+#define LOG_DIR_MODE 0750
+
+enum step { STEP_EXEC, STEP_NOEXEC, STEP_CHDIR };
+
+static volatile sig_atomic_t term_requested = 0;
+static volatile pid_t child_pid = 0;
+
+static void on_term(int signum) {
+    (void)signum;
+    int saved = errno;
+    term_requested = 1;
+    if (child_pid > 0) kill(-child_pid, SIGTERM);
+    errno = saved;
+}
+
+/* A no-op handler: unlike SIG_IGN it is reset to the default across exec. */
+static void on_ignore(int signum) { (void)signum; }
+
+static void set_handler(int signum, void (*handler)(int)) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(signum, &action, NULL);
+}
+
+/* ---- small text buffers ---------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} text;
+
+static int grow(text *t, size_t more) {
+    if (t->len + more + 1 <= t->cap) return 0;
+    size_t cap = t->cap ? t->cap : 256;
+    while (cap < t->len + more + 1) cap *= 2;
+    char *data = realloc(t->data, cap);
+    if (!data) return -1;
+    t->data = data;
+    t->cap = cap;
+    return 0;
+}
+
+static void add(text *t, const char *s) {
+    size_t n = strlen(s);
+    if (grow(t, n) < 0) return;
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+    t->data[t->len] = '\0';
+}
+
+static void add_int(text *t, long long value) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", value);
+    add(t, buf);
+}
+
+/* ---- what the job says ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *note, *started, *out, *err, *cwd;
+    const char *fatal, *error_head, *what_program, *what_cwd, *what_out, *what_err;
+    char **argv, **executables, **envp;
+} job_t;
+
+static int read_all(int fd, text *buf) {
+    for (;;) {
+        if (grow(buf, 65536) < 0) return -1;
+        ssize_t n = read(fd, buf->data + buf->len, buf->cap - buf->len - 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) return 0;
+        buf->len += (size_t)n;
+    }
+}
+
+/* The next NUL-terminated field of buf from *at, or NULL past the end. */
+static char *field(text *buf, size_t *at) {
+    if (*at >= buf->len) return NULL;
+    char *start = buf->data + *at;
+    char *end = memchr(start, '\0', buf->len - *at);
+    if (!end) return NULL;
+    *at = (size_t)(end - buf->data) + 1;
+    return start;
+}
+
+static char **list(text *buf, size_t *at) {
+    char *count = field(buf, at);
+    if (!count) return NULL;
+    char *rest;
+    long n = strtol(count, &rest, 10);
+    if (*count == '\0' || *rest != '\0' || n < 0 || n > 1000000) return NULL;
+    char **items = calloc((size_t)n + 1, sizeof *items);
+    if (!items) return NULL;
+    for (long i = 0; i < n; i++)
+        if (!(items[i] = field(buf, at))) return NULL;
+    return items;
+}
+
+static int read_job(job_t *job) {
+    static text buf;
+    size_t at = 0;
+    if (read_all(0, &buf) < 0) return -1;
+    const char *magic = field(&buf, &at);
+    if (!magic || strcmp(magic, WIRE_MAGIC) != 0) return -1;
+    const char **strings[] = {&job->note, &job->started, &job->out, &job->err};
+    for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
+        if (!(*strings[i] = field(&buf, &at))) return -1;
+    const char *has_cwd = field(&buf, &at);
+    const char *cwd = field(&buf, &at);
+    if (!has_cwd || !cwd) return -1;
+    job->cwd = strcmp(has_cwd, "1") == 0 ? cwd : NULL;
+    const char **escaped[] = {&job->fatal,    &job->error_head, &job->what_program,
+                              &job->what_cwd, &job->what_out,   &job->what_err};
+    for (size_t i = 0; i < sizeof escaped / sizeof *escaped; i++)
+        if (!(*escaped[i] = field(&buf, &at))) return -1;
+    if (!(job->argv = list(&buf, &at))) return -1;
+    if (!(job->executables = list(&buf, &at))) return -1;
+    if (!(job->envp = list(&buf, &at))) return -1;
+    return at == buf.len ? 0 : -1;
+}
+
+/* ---- /proc and the clock ---------------------------------------------------------------- */
+
+/* The start time of pid ("self" when 0) in clock ticks since boot, or -1. */
+static long long proc_start_ticks(pid_t pid) {
+    char path[64], data[4096];
+    if (pid) snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    else snprintf(path, sizeof path, "/proc/self/stat");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, data, sizeof data - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    data[n] = '\0';
+    char *p = strrchr(data, ')');
+    if (!p) return -1;
+    p++;
+    for (int fieldno = 2; fieldno < 22; fieldno++) { /* field 22 is the start time */
+        while (*p == ' ') p++;
+        if (fieldno < 21) {
+            while (*p && *p != ' ') p++;
+            if (!*p) return -1;
+        }
+    }
+    char *end;
+    errno = 0;
+    long long ticks = strtoll(p, &end, 10);
+    return (errno || end == p) ? -1 : ticks;
+}
+
+/* This boot's id as a JSON value: a quoted string, or null. */
+static void add_boot_id(text *t) {
+    char data[128];
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, data, sizeof data - 1);
+    if (fd >= 0) close(fd);
+    if (n < 0) n = 0;
+    data[n] = '\0';
+    char *start = data, *end = data + n;
+    while (start < end && (*start == ' ' || (*start >= '\t' && *start <= '\r'))) start++;
+    while (end > start && (end[-1] == ' ' || (end[-1] >= '\t' && end[-1] <= '\r'))) end--;
+    *end = '\0';
+    for (char *c = start; *c; c++) /* ids are hex and dashes: anything else is not one */
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              *c == '-')) {
+            *start = '\0';
+            break;
+        }
+    if (!*start) {
+        add(t, "null");
+        return;
+    }
+    add(t, "\"");
+    add(t, start);
+    add(t, "\"");
+}
+
+/* Now in UTC, quoted, as Python's datetime.now(UTC).isoformat() writes it. */
+static void add_now(text *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    time_t seconds = now.tv_sec;
+    long micros = now.tv_nsec / 1000;
+    struct tm parts;
+    gmtime_r(&seconds, &parts);
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900,
+                     parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
+    if (micros) snprintf(buf + n, sizeof buf - (size_t)n, ".%06ld+00:00\"", micros);
+    else snprintf(buf + n, sizeof buf - (size_t)n, "+00:00\"");
+    add(t, buf);
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The folder part of path, as Python's os.path.dirname gives it, into out. */
+static void dirname_of(const char *path, char *out, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        out[0] = '\0';
+        return;
+    }
+    const char *end = slash;
+    while (end > path && end[-1] == '/') end--;
+    if (end == path) end = slash + 1; /* all slashes: keep them, as dirname does */
+    size_t n = (size_t)(end - path);
+    if (n >= size) n = size - 1;
+    memcpy(out, path, n);
+    out[n] = '\0';
+}
+
+/* Make the folder path and every missing one above it, each with LOG_DIR_MODE. */
+static int make_folders(const char *path) {
+    if (!*path) path = ".";
+    if (mkdir(path, LOG_DIR_MODE) == 0) return 0;
+    if (errno == EEXIST) {
+        if (is_dir(path)) return 0;
+        errno = EEXIST;
+        return -1;
+    }
+    if (errno != ENOENT) return -1;
+    size_t n = strlen(path);
+    char *stripped = strdup(path), *parent = malloc(n + 2);
+    if (!stripped || !parent) return -1;
+    while (n > 1 && stripped[n - 1] == '/') stripped[--n] = '\0';
+    dirname_of(stripped, parent, n + 2);
+    int failed = !*parent || strcmp(parent, path) == 0;
+    if (!failed) failed = make_folders(parent) < 0;
+    free(stripped);
+    free(parent);
+    if (failed) {
+        if (!errno) errno = ENOENT;
+        return -1;
+    }
+    if (mkdir(path, LOG_DIR_MODE) == 0) return 0;
+    if (errno == EEXIST && is_dir(path)) return 0; /* made meanwhile by another minder */
+    return -1;
+}
+
+static int write_all(int fd, const char *data, size_t len) {
+    while (len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Write data to path so a reader sees all of it or nothing (temp file, fsync, rename, fsync
+ * of the folder). */
+static int write_atomically(const char *path, const text *data) {
+    size_t n = strlen(path);
+    char *folder = malloc(n + 1), *tmp = malloc(n + 64);
+    if (!folder || !tmp) return -1;
+    dirname_of(path, folder, n + 1);
+    const char *name = path + strlen(folder);
+    while (*name == '/') name++;
+    if (make_folders(folder) < 0) return -1;
+    if (*folder) snprintf(tmp, n + 64, "%s/.%s.%d.tmp", folder, name, (int)getpid());
+    else snprintf(tmp, n + 64, ".%s.%d.tmp", name, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, LOG_FILE_MODE);
+    if (fd < 0) return -1;
+    int failed = write_all(fd, data->data, data->len) < 0 || fsync(fd) < 0;
+    close(fd);
+    if (failed || rename(tmp, path) < 0) return -1;
+    int dir = open(*folder ? folder : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return -1;
+    failed = fsync(dir) < 0;
+    close(dir);
+    free(folder);
+    free(tmp);
+    return failed ? -1 : 0;
+}
+
+/* Write data into path (created if missing) with one write: no temp file, no fsync. */
+static int write_in_place(const char *path, const text *data) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, LOG_FILE_MODE);
+    if (fd < 0) return -1;
+    int failed = write(fd, data->data, data->len) != (ssize_t)data->len ||
+                 ftruncate(fd, (off_t)data->len) < 0;
+    close(fd);
+    return failed ? -1 : 0;
+}
+
+/* ---- the note --------------------------------------------------------------------------- */
+
+static void add_field(text *t, const char *key, int first) {
+    if (!first) add(t, ",");
+    add(t, "\"");
+    add(t, key);
+    add(t, "\":");
+}
+
+static void add_int_or_null(text *t, const char *key, long long value, int present) {
+    add_field(t, key, 0);
+    if (present) add_int(t, value);
+    else add(t, "null");
+}
+
+/* The note: exit_code or signal, or error (already JSON text, quotes included, or NULL). */
+static int write_note(const job_t *job, int has_code, int code, const char *error, pid_t pid,
+                      const text *started_at) {
+    text note = {0};
+    add(&note, "{");
+    add_field(&note, "version", 1);
+    add_int(&note, NOTE_VERSION);
+    add_int_or_null(&note, "exit_code", code, has_code && code >= 0);
+    add_int_or_null(&note, "signal", -code, has_code && code < 0);
+    add_field(&note, "error", 0);
+    add(&note, error ? error : "null");
+    add_int_or_null(&note, "pid", pid, pid > 0);
+    add_int_or_null(&note, "minder_pid", getpid(), 1);
+    add_field(&note, "started_at", 0);
+    add(&note, started_at ? started_at->data : "null");
+    add_field(&note, "ended_at", 0);
+    add_now(&note);
+    add(&note, "}");
+    return write_atomically(job->note, &note);
+}
+
+/* A note saying the command could not start: error_head + strerror + " (" + what + ")". */
+static int write_cannot_start(const job_t *job, int err_no, const char *what,
+                              const text *started_at) {
+    text error = {0};
+    add(&error, "\"");
+    add(&error, job->error_head);
+    add(&error, err_no ? strerror(err_no) : "Unknown error");
+    add(&error, " (");
+    add(&error, what);
+    add(&error, ")\"");
+    return write_note(job, 0, 0, error.data, 0, started_at);
+}
+
+static int write_minder_failed(const job_t *job, const char *escaped) {
+    text error = {0};
+    add(&error, "\"");
+    add(&error, escaped);
+    add(&error, "\"");
+    return write_note(job, 0, 0, error.data, 0, NULL);
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+/* Every signal back to its default and none blocked: the raw system calls, since the C
+ * library keeps two signals of its own (32 and 33) from its wrappers, and a minder started
+ * with posix_spawn has them ignored. */
+static void reset_signals(void) {
+    unsigned long zeroed[8] = {0}; /* a kernel sigaction with SIG_DFL and no flags or mask */
+    unsigned long none = 0;
+    for (int signum = 1; signum <= 64; signum++)
+        if (signum != SIGKILL && signum != SIGSTOP)
+            syscall(SYS_rt_sigaction, signum, zeroed, NULL, sizeof none);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+}
+
+static void close_other_fds(int keep) {
+    DIR *fds = opendir("/proc/self/fd");
+    if (!fds) return;
+    int listing = dirfd(fds);
+    struct dirent *entry;
+    while ((entry = readdir(fds)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+        int fd = atoi(entry->d_name);
+        if (fd > 2 && fd != keep && fd != listing) close(fd);
+    }
+    closedir(fds);
+}
+
+static void report(int fd, int err_no, int step) {
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%d:%d", err_no, step);
+    if (write(fd, buf, (size_t)n) < 0) { /* nobody to tell */
+    }
+}
+
+/* In the forked child: become the command, or report why not and exit 127. */
+static void become_command(const job_t *job, int out_fd, int err_fd, int report_fd) {
+    reset_signals();
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
+        report(report_fd, errno, STEP_NOEXEC);
+        _exit(127);
+    }
+    close_other_fds(report_fd);
+    /* last of all: a session of its own, which is also its own process group */
+    setsid();
+    if (job->cwd && chdir(job->cwd) < 0) {
+        report(report_fd, errno, STEP_CHDIR);
+        _exit(127);
+    }
+    int saved = 0, last = 0;
+    for (char **executable = job->executables; *executable; executable++) {
+        execve(*executable, job->argv, job->envp);
+        if (errno != ENOENT && errno != ENOTDIR && !saved) saved = errno;
+        last = errno;
+    }
+    report(report_fd, saved ? saved : last, STEP_EXEC);
+    _exit(127);
+}
+
+static int wait_for(pid_t pid) {
+    int status;
+    for (;;) {
+        if (waitpid(pid, &status, 0) < 0) {
+            if (errno == EINTR) continue;
+            return -1000; /* not ours to wait for: cannot happen once SIGCHLD is default */
+        }
+        if (WIFSIGNALED(status)) return -WTERMSIG(status);
+        if (WIFEXITED(status)) return WEXITSTATUS(status);
+    }
+}
+
+/* Start the command; its pid, or -1 with *err_no and *step saying why it could not start. */
+static pid_t start_command(const job_t *job, int out_fd, int err_fd, int *err_no, int *step) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) < 0) {
+        *err_no = errno;
+        *step = STEP_NOEXEC;
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        *err_no = errno;
+        *step = STEP_NOEXEC;
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pipe_fds[0]);
+        become_command(job, out_fd, err_fd, pipe_fds[1]);
+    }
+    close(pipe_fds[1]);
+    char buf[64];
+    size_t got = 0;
+    for (;;) { /* end of file: the exec closed the pipe */
+        ssize_t n = read(pipe_fds[0], buf + got, sizeof buf - 1 - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+        if (got == sizeof buf - 1) break;
+    }
+    close(pipe_fds[0]);
+    if (!got) return pid;
+    wait_for(pid); /* reap the child that could not exec */
+    buf[got] = '\0';
+    if (sscanf(buf, "%d:%d", err_no, step) != 2) {
+        *err_no = 0;
+        *step = STEP_NOEXEC;
+    }
+    return -1;
+}
+
+/* ---- the minder ------------------------------------------------------------------------- */
+
+static int run(const job_t *job) {
+    if (*job->fatal) {
+        write_minder_failed(job, job->fatal);
+        return 1;
+    }
+    const char *paths[] = {job->out, job->err, job->note, job->started};
+    char folder[4096], done[4][4096];
+    for (int i = 0; i < 4; i++) {
+        dirname_of(paths[i], folder, sizeof folder);
+        strcpy(done[i], folder);
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= strcmp(done[j], folder) == 0;
+        if (!seen && make_folders(folder) < 0) {
+            char message[512];
+            snprintf(message, sizeof message, "minder failed: cannot make the log folder: %s",
+                     strerror(errno));
+            write_minder_failed(job, message);
+            return 1;
+        }
+    }
+    set_handler(SIGTERM, on_term);
+
+    text started_at = {0};
+    add_now(&started_at);
+    int err_no = 0, step = STEP_NOEXEC;
+    const char *what = NULL;
+    pid_t pid = -1;
+    int out_fd = open(job->out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, LOG_FILE_MODE);
+    if (out_fd < 0) {
+        err_no = errno;
+        what = job->what_out;
+    } else {
+        int err_fd = open(job->err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, LOG_FILE_MODE);
+        if (err_fd < 0) {
+            err_no = errno;
+            what = job->what_err;
+        } else {
+            pid = start_command(job, out_fd, err_fd, &err_no, &step);
+            if (pid < 0) what = step == STEP_CHDIR ? job->what_cwd : job->what_program;
+            close(err_fd);
+        }
+        close(out_fd);
+    }
+    if (pid < 0) return write_cannot_start(job, err_no, what, &started_at) < 0 ? 1 : 0;
+    child_pid = pid;
+    if (term_requested) kill(-pid, SIGTERM); /* SIGTERM came before the command had started */
+
+    text marker = {0};
+    add(&marker, "{");
+    add_field(&marker, "version", 1);
+    add_int(&marker, NOTE_VERSION);
+    add_int_or_null(&marker, "minder_pid", getpid(), 1);
+    long long minder_start = proc_start_ticks(0), pid_start = proc_start_ticks(pid);
+    add_int_or_null(&marker, "minder_start", minder_start, minder_start >= 0);
+    add_int_or_null(&marker, "pid", pid, 1);
+    add_int_or_null(&marker, "pgid", pid, 1);
+    add_int_or_null(&marker, "pid_start", pid_start, pid_start >= 0);
+    add_field(&marker, "boot_id", 0);
+    add_boot_id(&marker);
+    add_field(&marker, "started_at", 0);
+    add(&marker, started_at.data);
+    add(&marker, "}");
+    if (write_in_place(job->started, &marker) < 0) { /* the command runs regardless */
+        dprintf(2, "minder: cannot write what it started: %s\n", strerror(errno));
+    }
+    int code = wait_for(pid);
+    if (write_note(job, 1, code, NULL, pid, &started_at) < 0) {
+        dprintf(2, "minder failed: cannot write the note: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--check") == 0) {
+        puts(WIRE_MAGIC);
+        return 0;
+    }
+    if (argc != 1) {
+        dprintf(2, "usage: %s < job (see minder.c)\n", argv[0]);
+        return 2;
+    }
+    set_handler(SIGHUP, on_ignore);
+    set_handler(SIGINT, on_ignore);
+    signal(SIGCHLD, SIG_DFL); /* the host ignores it: the minder waits for its command */
+    signal(SIGPIPE, SIG_IGN);
+    job_t job;
+    memset(&job, 0, sizeof job);
+    if (read_job(&job) < 0) {
+        dprintf(2, "minder: cannot read the job\n");
+        return 2;
+    }
+    return run(&job);
+}
