@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import trio
 from pysched.config import load_config
 from pysched.engine import RunState
 from pysched.launch.local import LocalLauncher
+from pysched.launch.native_minder import find_compiler
 from pysched.service import serve
 
 CONFIG = """
@@ -63,7 +65,9 @@ async def test_serve_runs_real_commands(tmp_path: Path) -> None:
 def test_serve_command_stops_on_sigterm_and_holds_the_lock(tmp_path: Path) -> None:
     config = write(tmp_path)
     command = [sys.executable, "-m", "pysched", "serve", str(config), "--listen", "127.0.0.1:0"]
-    first = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    # its own native minder, in the state dir, as in real use (not the suite's shared one)
+    env = {k: v for k, v in os.environ.items() if k != "PYSCHED_MINDER_CACHE"}
+    first = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 20
         while not (tmp_path / "state" / "lock").exists() and time.monotonic() < deadline:
@@ -79,3 +83,7 @@ def test_serve_command_stops_on_sigterm_and_holds_the_lock(tmp_path: Path) -> No
     assert first.returncode == 0, err
     assert "serving 2 jobs" in err
     assert "stopped by SIGTERM" in err
+    if find_compiler() is not None:
+        built = [p.name for p in (tmp_path / "state" / "minder").iterdir()]
+        assert len(built) == 1 and built[0].startswith("pysched-minder-"), built
+        assert "built the native minder" in err

@@ -175,9 +175,9 @@ def native_job(job: "dict[str, Any]") -> bytes:
     return b"".join(os.fsencode(text) + b"\0" for text in fields)
 
 
-_ALL_SIGNALS = [
-    signum for signum in range(1, _signal.NSIG) if signum not in (_signal.SIGKILL, _signal.SIGSTOP)
-]
+_ALL_SIGNALS = sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP})
+"""What ``posix_spawn`` sets to default in a native minder (the C library's own two, 32 and
+33, are not valid here: they stay ignored in the minder, which resets them for its command)."""
 
 
 def _spawn_native(program: str, request: bytes) -> int:

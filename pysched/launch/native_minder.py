@@ -41,7 +41,7 @@ from pathlib import Path
 
 from pysched.launch.host import NATIVE_MAGIC
 
-__all__ = ["SOURCE", "cache_dir_for", "native_minder", "native_minder_wanted"]
+__all__ = ["SOURCE", "cache_dir_for", "find_compiler", "native_minder", "native_minder_wanted"]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,9 @@ def cache_dir_for(given: Path | None = None) -> Path:
     return Path(base) / "pysched"
 
 
-def _compiler() -> list[str] | None:
+def find_compiler() -> list[str] | None:
+    """The C compiler to build with (``$CC``, split as a shell would, else the first of ``cc``,
+    ``gcc`` and ``clang`` on ``PATH``), or None."""
     configured = os.environ.get("CC", "").strip()
     if configured:
         return shlex.split(configured)
@@ -168,7 +170,7 @@ def native_minder(cache_dir: Path) -> Path | None:
     target = folder / f"{_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}"
     if _usable(target):
         return target
-    compiler = _compiler()
+    compiler = find_compiler()
     if compiler is None:
         log.info(
             "minders are forked Python processes: no C compiler (cc, gcc, clang or $CC) to "

@@ -1,4 +1,6 @@
-"""The minder on its own, run as the local launcher runs it: ``python -I -S minder.py -``."""
+"""The minder on its own: ``python -I -S minder.py -`` as the launcher runs it without a host,
+and the native minder (``minder.c``, built once for the run) with the job laid out as the host
+lays it out. The tests of what a minder does run against both (``kind``)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from pysched.launch import minder
+from pysched.launch import host, minder
+from pysched.launch.native_minder import cache_dir_for, find_compiler, native_minder
 
 SECRET = "s3cret-value-9f2c"
+
+
+@pytest.fixture(scope="session")
+def native_program() -> Path:
+    if find_compiler() is None:
+        pytest.skip("no C compiler here: the native minder cannot be built")
+    built = native_minder(cache_dir_for())
+    assert built is not None, "a C compiler is here, yet the native minder was not built"
+    return built
+
+
+@pytest.fixture(params=["python", "native"])
+def kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "native":
+        request.getfixturevalue("native_program")
+    return request.param
 
 
 def job_for(tmp_path: Path, argv: list[str], **extra: object) -> dict[str, object]:
@@ -36,12 +55,22 @@ def job_for(tmp_path: Path, argv: list[str], **extra: object) -> dict[str, objec
     return job
 
 
-def minder_argv() -> list[str]:
+def minder_argv(kind: str = "python") -> list[str]:
+    if kind == "native":
+        built = native_minder(cache_dir_for())
+        assert built is not None
+        return [str(built)]
     return [sys.executable, "-I", "-S", str(Path(minder.__file__)), "-"]
 
 
-def run_minder(job: dict[str, object]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(minder_argv(), input=marshal.dumps(job), capture_output=True, timeout=10)
+def encoded(job: dict[str, object], kind: str = "python") -> bytes:
+    return host.native_job(job) if kind == "native" else marshal.dumps(job)
+
+
+def run_minder(job: dict[str, object], kind: str = "python") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        minder_argv(kind), input=encoded(job, kind), capture_output=True, timeout=10
+    )
 
 
 def read(job: dict[str, object], key: str) -> dict[str, object]:
@@ -53,9 +82,9 @@ def read(job: dict[str, object], key: str) -> dict[str, object]:
     [("exit 0", 0, None), ("exit 3", 3, None), ("kill -KILL $$", None, 9)],
     ids=["success", "failure", "signal"],
 )
-def test_note_records_how_the_command_ended(tmp_path, script, code, sig):
+def test_note_records_how_the_command_ended(tmp_path, kind, script, code, sig):
     job = job_for(tmp_path, ["/bin/sh", "-c", script])
-    done = run_minder(job)
+    done = run_minder(job, kind)
     assert done.returncode == 0
     assert (done.stdout, done.stderr) == (b"", b"")
     note = read(job, "note")
@@ -74,27 +103,27 @@ def test_note_records_how_the_command_ended(tmp_path, script, code, sig):
     assert not [p for p in Path(str(job["note"])).parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_output_lands_in_the_files_and_env_and_cwd_reach_the_command(tmp_path):
+def test_output_lands_in_the_files_and_env_and_cwd_reach_the_command(tmp_path, kind):
     work = tmp_path / "work"
     work.mkdir()
     job = job_for(
         tmp_path, ["/bin/sh", "-c", 'echo "out $TOKEN"; pwd; echo oops >&2'], cwd=str(work)
     )
-    run_minder(job)
+    run_minder(job, kind)
     assert Path(str(job["stdout"])).read_text() == f"out {SECRET}\n{work}\n"
     assert Path(str(job["stderr"])).read_text() == "oops\n"
 
 
-def test_secrets_never_reach_the_note_the_started_file_or_the_minders_output(tmp_path):
+def test_secrets_never_reach_the_note_the_started_file_or_the_minders_output(tmp_path, kind):
     job = job_for(tmp_path, ["/bin/sh", "-c", "exit 1"])
-    done = run_minder(job)
+    done = run_minder(job, kind)
     for key in ("note", "started"):
         assert SECRET not in Path(str(job[key])).read_text()
     assert SECRET.encode() not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("where", ["program", "on-path", "not-executable", "cwd"])
-def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, where):
+def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, kind, where):
     plain = tmp_path / "plain.txt"
     plain.write_text("not a program\n")
     missing = tmp_path / "missing"
@@ -116,7 +145,7 @@ def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, where)
             f"cannot start '/bin/true': No such file or directory ({missing})",
         ),
     }[where]
-    done = run_minder(job)
+    done = run_minder(job, kind)
     assert done.returncode == 0
     note = read(job, "note")
     assert (note["exit_code"], note["signal"], note["error"]) == (None, None, error)
@@ -125,7 +154,9 @@ def test_a_command_that_cannot_start_gets_a_note_with_the_error(tmp_path, where)
 
 
 @pytest.mark.parametrize("where", ["program", "cwd"])
-def test_a_secret_in_the_program_or_folder_is_written_as_the_launcher_shows_it(tmp_path, where):
+def test_a_secret_in_the_program_or_folder_is_written_as_the_launcher_shows_it(
+    tmp_path, kind, where
+):
     missing = str(tmp_path / f"missing-\\{SECRET}")  # a backslash: repr() would escape it
     if where == "program":
         job = job_for(tmp_path, [missing], redact=[[missing, missing.replace(SECRET, "***")]])
@@ -133,7 +164,7 @@ def test_a_secret_in_the_program_or_folder_is_written_as_the_launcher_shows_it(t
         job = job_for(
             tmp_path, ["/bin/true"], cwd=missing, redact=[[missing, missing.replace(SECRET, "***")]]
         )
-    run_minder(job)
+    run_minder(job, kind)
     error = str(read(job, "note")["error"])
     assert SECRET not in error
     assert f"({missing.replace(SECRET, '***')})" in error
@@ -146,11 +177,11 @@ def wait_for(path: Path, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_sigterm_is_forwarded_and_sighup_sigint_are_ignored(tmp_path):
+def test_sigterm_is_forwarded_and_sighup_sigint_are_ignored(tmp_path, kind):
     job = job_for(tmp_path, ["/bin/sh", "-c", "sleep 0.3; exec sleep 30"])
-    proc = subprocess.Popen(minder_argv(), stdin=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(minder_argv(kind), stdin=subprocess.PIPE, start_new_session=True)
     assert proc.stdin is not None
-    proc.stdin.write(marshal.dumps(job))
+    proc.stdin.write(encoded(job, kind))
     proc.stdin.close()
     wait_for(Path(str(job["started"])))
     proc.send_signal(signal.SIGHUP)
@@ -170,7 +201,7 @@ def test_the_job_may_also_be_the_argument_itself(tmp_path):
     assert read(job, "note")["exit_code"] == 4
 
 
-def test_start_up_is_quick(tmp_path):
+def test_start_up_is_quick(tmp_path, kind):
     """Measures a whole minder run of ``/bin/true`` (spawn, start-up, two atomic writes).
 
     Figure on the development box (2 slow vCPUs, ``python -I -S -c pass`` ~13-17 ms): about
@@ -182,7 +213,7 @@ def test_start_up_is_quick(tmp_path):
     for i in range(5):
         job = job_for(tmp_path / str(i), ["/bin/true"])
         begun = time.perf_counter()
-        run_minder(job)
+        run_minder(job, kind)
         times.append(time.perf_counter() - begun)
     assert sorted(times)[2] < 0.5
 
@@ -203,9 +234,13 @@ def test_a_json_job_on_stdin_is_still_accepted(tmp_path):
     assert read(job, "note")["exit_code"] == 5
 
 
-def test_an_unreadable_job_is_refused(tmp_path):
-    for data in (b"", b"not a job", marshal.dumps(["a list"])):
-        done = subprocess.run(minder_argv(), input=data, capture_output=True, timeout=10)
+def test_an_unreadable_job_is_refused(tmp_path, kind):
+    bad = [b"", b"not a job", marshal.dumps(["a list"])]
+    if kind == "native":  # cut short, or with a field too many
+        whole = host.native_job(job_for(tmp_path, ["/bin/true"]))
+        bad += [whole[:-1], whole[: len(whole) // 2], whole + b"x\0"]
+    for data in bad:
+        done = subprocess.run(minder_argv(kind), input=data, capture_output=True, timeout=10)
         assert done.returncode == 2
         assert done.stderr.startswith(b"minder: cannot read the job")
 
@@ -236,10 +271,15 @@ def test_timestamps_are_what_datetime_isoformat_writes():
     assert abs(parsed.timestamp() - time.time()) < 5
 
 
-def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path):
+def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path, kind):
     script = "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"
     job = job_for(tmp_path, ["/bin/sh", "-c", script])
-    run_minder(job)
+    if kind == "native":  # as the host starts it: posix_spawn leaves the C library's 32 and 33
+        # ignored in the minder, which must not pass them on
+        pid = host._spawn_native(minder_argv(kind)[0], host.native_job(job))
+        assert os.waitpid(pid, 0)[1] == 0
+    else:
+        run_minder(job)
     lines = Path(str(job["stdout"])).read_text().split()
     assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
     assert sorted(lines[4:]) == ["0", "1", "2", "3"]  # 3 is ls's own listing of the folder
@@ -267,3 +307,76 @@ def test_make_folders_refuses_a_file_in_the_way(tmp_path):
         minder.make_folders(str(tmp_path / "f"))
     with pytest.raises(OSError):
         minder.make_folders(str(tmp_path / "f" / "sub"))
+
+
+def _same_shape(note: dict[str, object]) -> dict[str, object]:
+    """A note with what differs from run to run (pids, instants) reduced to its type."""
+    varying = {"pid", "minder_pid", "started_at", "ended_at"}
+    return {k: (type(v).__name__ if k in varying else v) for k, v in note.items()}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "exit-3",
+        "signal",
+        "missing-program",
+        "missing-folder",
+        "secret-program",
+        "nul-in-argument",
+        "nul-in-env",
+        "equals-in-env-name",
+        "no-command",
+        "non-ascii",
+    ],
+)
+def test_both_minders_write_the_same_note(tmp_path, native_program, case):
+    secret_program = str(tmp_path / f"bin-{SECRET}-é")
+    argv, extra = {
+        "exit-3": (["/bin/sh", "-c", "exit 3"], {}),
+        "signal": (["/bin/sh", "-c", "kill -TERM $$"], {}),
+        "missing-program": (["no-such-program-x2"], {}),
+        "missing-folder": (["/bin/true"], {"cwd": str(tmp_path / "gone ' \" \\ ü")}),
+        "secret-program": (
+            [secret_program],
+            {"redact": [[secret_program, secret_program.replace(SECRET, "***")]]},
+        ),
+        "nul-in-argument": (["/bin/echo", "a\0b"], {}),
+        "nul-in-env": (["/bin/true"], {"env": {"A": "x\0y"}}),
+        "equals-in-env-name": (["/bin/true"], {"env": {"A=B": "x"}}),
+        "no-command": ([], {}),
+        "non-ascii": (["/bin/sh", "-c", "echo ü€😀; exit 7"], {}),
+    }[case]
+    notes, outputs = [], []
+    for kind in ("python", "native"):
+        job = job_for(tmp_path / kind, argv, **extra)
+        run_minder(job, kind)
+        text = Path(str(job["note"])).read_text()
+        assert SECRET not in text
+        notes.append(json.loads(text))
+        out = Path(str(job["stdout"]))
+        outputs.append(out.read_bytes() if out.exists() else None)
+    python_note, native_note = notes
+    assert list(native_note) == list(python_note)  # the same keys in the same order
+    assert _same_shape(native_note) == _same_shape(python_note)
+    if not str(python_note["error"]).startswith("minder failed"):
+        # (a job refused outright: the Python minder has made the empty output files by then)
+        assert outputs[0] == outputs[1]
+
+
+def test_the_native_minder_takes_a_job_larger_than_a_pipe_holds(tmp_path, native_program):
+    big = {f"VAR_{i}": "x" * 1000 for i in range(300)}  # 300 KB of environment
+    job = job_for(tmp_path, ["/bin/sh", "-c", 'echo "${#VAR_299}"'])
+    job["env"] = {**job["env"], **big}  # type: ignore[dict-item]
+    pid = host._spawn_native(str(native_program), host.native_job(job))
+    assert os.waitpid(pid, 0)[1] == 0
+    assert read(job, "note")["exit_code"] == 0
+    assert Path(str(job["stdout"])).read_text() == "1000\n"
+
+
+def test_the_native_minder_answers_its_check_and_refuses_arguments(native_program):
+    check = subprocess.run([native_program, "--check"], capture_output=True, timeout=10)
+    assert (check.returncode, check.stdout) == (0, b"pysched-minder 1\n")
+    other = subprocess.run([native_program, "--what"], capture_output=True, timeout=10)
+    assert other.returncode == 2
+    assert other.stderr.startswith(b"usage:")

@@ -139,13 +139,17 @@ def test_the_files_serve_keeps_in_the_state_dir_are_no_strangers(tmp_path: Path)
     state = _state(tmp_path / "state")
     config = "jobs: {a: {schedule: '0 9 * * *', command: 'true'}}\n"
     settings = parse_config(config, tmp_path / "pysched.yaml", {}).scheduler  # state_dir: state
-    # what ``serve`` writes there: the first admin token and the tokens file
+    # what ``serve`` writes there: the first admin token, the tokens file, the native minder
     first_admin_token(settings.tokens_path, settings.admin_token_path)
-    assert {settings.tokens_path.parent, settings.admin_token_path.parent} == {state}
+    settings.minder_dir.mkdir()
+    (settings.minder_dir / "pysched-minder-0123456789abcdef").write_bytes(b"")
+    paths = (settings.tokens_path, settings.admin_token_path, settings.minder_dir)
+    assert {path.parent for path in paths} == {state}
     (state / "notes.txt").write_text("hello")
     result = runner.invoke(app, ["store", "check", str(state)])
     assert result.exit_code == 0, result.output
     assert "admin.token" not in result.output and "tokens.json" not in result.output
+    assert "minder" not in result.output
     assert inspect_state_dir(state).warnings == ("notes.txt:0: not a journal file; ignored",)
 
 
