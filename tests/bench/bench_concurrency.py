@@ -35,7 +35,11 @@ Figures (last line, JSON):
   ``launcher_alone_*_start_s``: the same 200 attempts through the local launcher alone (minder
   host and minders, no engine, journal or book), measured right after the engine's run (always
   in that order). Beyond the floor, this is what the minders cost; between it and ``wall_s``,
-  what the engine costs.
+  what the engine costs. ``launcher_alone_launcher_cpu_s`` / ``_host_cpu_s`` /
+  ``_machine_cpu_s`` split that run's CPU: this process (the launcher's side), the minder host,
+  and the whole machine (the rest is the minders and the commands). ``native_minder`` says
+  whether the minders were the native one (``minder.c``) or forked Python minders
+  (``PYSCHED_MINDER_NATIVE=0`` runs the bench with the latter).
 
 The process uses the cyclic collector as ``pysched serve`` does (``tune_for_service``, and the
 start-up heap frozen before the burst): with the defaults, a full collection of everything the
@@ -196,19 +200,42 @@ async def launcher_alone(jobs: int, tmp: Path) -> dict:
         handle = await launcher.start(spec)
         failed += not (await handle.wait()).succeeded
 
+    host = launcher.minder_host
+    host_pid = host.pid if host is not None else None
     try:
         t0 = time.perf_counter()
         begun_wall = time.time()
+        cpu0, machine0, host0 = time.process_time(), machine_busy_s(), process_cpu_s(host_pid)
         async with trio.open_nursery() as nursery:
             for spec in specs:
                 nursery.start_soon(one, spec)
         wall = time.perf_counter() - t0
+        cpu, machine = time.process_time() - cpu0, machine_busy_s() - machine0
+        host_cpu = process_cpu_s(host_pid) - host0
     finally:
         launcher.close()
     intervals = await trio.to_thread.run_sync(
         lambda: [read_interval(log_dir, s.run_id, s.job, s.run_date.isoformat()) for s in specs]
     )
-    return {"wall_s": wall, "failed": failed, "spans": spans(intervals, begun_wall)}
+    return {
+        "wall_s": wall,
+        "failed": failed,
+        "spans": spans(intervals, begun_wall),
+        "cpu": {"launcher_cpu_s": cpu, "host_cpu_s": host_cpu, "machine_cpu_s": machine},
+        "native": host is not None and host.native is not None,
+    }
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """CPU seconds process ``pid`` has used (``/proc/<pid>/stat`` utime + stime), 0 if none."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def handed_over(run: Run) -> bool:
@@ -354,6 +381,8 @@ async def main_async(jobs: int) -> None:
                 "launcher_alone_s": round(alone["wall_s"], 3),
                 "launcher_alone_ratio": round(alone["wall_s"] / bare["wall_s"], 3),
                 "launcher_alone_failed": alone["failed"],
+                "native_minder": alone["native"],
+                **{f"launcher_alone_{key}": round(v, 3) for key, v in alone["cpu"].items()},
                 **{f"launcher_alone_{key}": value for key, value in alone["spans"].items()},
                 **{f"floor_{key}": value for key, value in bare["spans"].items()},
             }
