@@ -26,12 +26,15 @@ For each request the host
    both start one attempt;
 3. makes the minder, one of two ways:
 
-   - **native**, when the host was started with the path of a built ``minder.c`` as its
-     argument (see ``pysched.launch.native_minder``): ``posix_spawn`` of that program (a
-     ``vfork``, so it costs the host almost nothing), in a process group of its own, every
-     signal at its default, ``/dev/null`` on its standard output and error, no environment,
-     and the job, as ``native_job`` lays it out, written into a pipe on its standard input;
-   - **forked**, otherwise (or when that program cannot be started: removed meanwhile, say):
+   - **native**, when the host was started with the path, device and inode of a built
+     ``minder.c`` (see ``pysched.launch.native_minder``) and the file there is still that one
+     (``open_native``: the host keeps it open and runs it from that descriptor):
+     ``posix_spawn`` of that program (a ``vfork``, so it costs the host almost nothing), in a
+     process group of its own, every signal at its default, ``/dev/null`` on its standard
+     output and error, no environment, and the job, as ``native_job`` lays it out, written
+     into a pipe on its standard input;
+   - **forked**, otherwise, for a job ``native_job`` does not lay out (one ``minder.py`` would
+     refuse), or when ``posix_spawn`` fails:
      the child makes itself a process group of its own (``setpgid``), puts ``/dev/null`` on
      its standard streams (so it holds none of the host's pipes), restores ``SIGCHLD`` and
      runs exactly what a minder started by path runs (``minder.serve``), then ``_exit``\\ s.
@@ -128,51 +131,46 @@ def _escaped(text: str) -> str:
     return minder._json_str(text)[1:-1]  # pyright: ignore[reportPrivateUsage]
 
 
-def native_job(job: "dict[str, Any]") -> bytes:
+def native_job(job: "dict[str, Any]") -> "bytes | None":
     """``job`` laid out for the native minder (see ``minder.c``): NUL-terminated fields.
 
-    A job that ``minder.py`` would refuse (a NUL byte in a text, a bad variable name, no
-    command at all) travels as ``fatal``, the message ``minder.py`` would write, and the
-    native minder writes only that note."""
-    argv = [str(a) for a in job["argv"]]
-    env = {str(k): str(v) for k, v in job["env"].items()}
-    cwd = job.get("cwd")
-    paths = [str(job[key]) for key in ("note", "started", "stdout", "stderr")]
-    shown = {str(text): str(form) for text, form in job.get("redact") or ()}
-    program = argv[0] if argv else ""
-    fatal = ""
+    None for a job that ``minder.py`` would refuse or treat in a way of its own (a NUL byte or
+    an unencodable character in a text, a bad variable name, no command at all): the host forks
+    a Python minder for it, so its note is ``minder.py``'s by construction."""
     try:
-        if not argv:  # what minder.py's argv[0] raises
-            raise IndexError("list index out of range")
-        minder._check_exec_args(argv, env)  # pyright: ignore[reportPrivateUsage]
-        if any("\0" in text for text in [*paths, cwd or ""]):
-            raise ValueError("embedded null byte")
-        if any(not key for key in env):
-            raise ValueError("illegal environment variable name")
-    except (ValueError, IndexError) as exc:
-        fatal = f"minder failed: {type(exc).__name__}: {exc}"
-        argv, env, cwd, paths[1:] = [], {}, None, ["", "", ""]
-    shown_program = shown.get(program, program)
-    executables = minder._executables(program, env) if argv else []  # pyright: ignore[reportPrivateUsage]
-    fields = [
-        NATIVE_MAGIC,
-        *paths,
-        "0" if cwd is None else "1",
-        "" if cwd is None else str(cwd),
-        _escaped(fatal),
-        _escaped(f"cannot start {shown_program!r}: "),
-        _escaped(shown_program),
-        _escaped(shown.get(str(cwd), str(cwd))),
-        _escaped(paths[2]),
-        _escaped(paths[3]),
-        str(len(argv)),
-        *argv,
-        str(len(executables)),
-        *executables,
-        str(len(env)),
-        *(f"{key}={value}" for key, value in env.items()),
-    ]
-    return b"".join(os.fsencode(text) + b"\0" for text in fields)
+        argv = [str(a) for a in job["argv"]]
+        env = {str(k): str(v) for k, v in job["env"].items()}
+        cwd = job.get("cwd")
+        paths = [str(job[key]) for key in ("note", "started", "stdout", "stderr")]
+        shown = {str(text): str(form) for text, form in job.get("redact") or ()}
+        if not argv or any(not key or "=" in key for key in env):
+            return None
+        program = argv[0]
+        shown_program = shown.get(program, program)
+        executables = minder._executables(program, env)  # pyright: ignore[reportPrivateUsage]
+        fields = [
+            NATIVE_MAGIC,
+            *paths,
+            "0" if cwd is None else "1",
+            "" if cwd is None else str(cwd),
+            _escaped(f"cannot start {shown_program!r}: "),
+            _escaped(shown_program),
+            _escaped(shown.get(str(cwd), str(cwd))),
+            _escaped(shown.get(paths[2], paths[2])),
+            _escaped(shown.get(paths[3], paths[3])),
+            str(len(argv)),
+            *argv,
+            str(len(executables)),
+            *executables,
+            str(len(env)),
+            *(f"{key}={value}" for key, value in env.items()),
+        ]
+        encoded = [os.fsencode(text) for text in fields]
+    except (KeyError, TypeError, AttributeError, ValueError):  # UnicodeEncodeError too
+        return None
+    if any(b"\0" in field for field in encoded):
+        return None
+    return b"".join(field + b"\0" for field in encoded)
 
 
 _ALL_SIGNALS = sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP})
@@ -180,14 +178,36 @@ _ALL_SIGNALS = sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTO
 33, are not valid here: they stay ignored in the minder, which resets them for its command)."""
 
 
-def _spawn_native(program: str, request: bytes) -> int:
-    """Start the native minder ``program`` and hand it ``request`` (a ``native_job``); its
-    pid."""
+def open_native(path: str, device: int, inode: int) -> "int | None":
+    """Open the native minder the launcher built and checked (``path``, whose file must still
+    be that device and inode, this user's and writable by no one else); its descriptor, or
+    None when it is not that file any more. The host starts minders from this descriptor
+    (``/proc/self/fd/N``), so the file checked is the file run, whatever becomes of the path."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if (
+        (info.st_dev, info.st_ino) != (device, inode)
+        or info.st_uid != os.geteuid()
+        or info.st_mode & 0o022
+        or (info.st_mode & 0o170000) != 0o100000  # a regular file
+    ):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _spawn_native(program: int, request: bytes) -> int:
+    """Start the native minder open as descriptor ``program`` and hand it ``request`` (a
+    ``native_job``); its pid. Raises ``OSError`` only when no minder was started."""
     read_end, write_end = os.pipe()
+    path = f"/proc/self/fd/{program}"  # an ELF program runs from a close-on-exec descriptor
     try:
         pid = os.posix_spawn(
-            program,
-            [program],
+            path,
+            [path],
             {},
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, read_end, 0),
@@ -207,22 +227,22 @@ def _spawn_native(program: str, request: bytes) -> int:
         view = memoryview(request)
         while view:  # blocks only while the minder reads a job larger than the pipe holds
             view = view[os.write(write_end, view) :]
-    except BrokenPipeError:
-        pass  # the minder died at once: the launcher finds it ended without a note
+    except OSError:
+        pass  # it died at once, or has a job cut short, which it refuses: no note either way
     finally:
         os.close(write_end)
     return pid
 
 
 def spawn(
-    job: "dict[str, Any]", marker: str, parent: int, native: "str | None" = None
+    job: "dict[str, Any]", marker: str, parent: int, native: "int | None" = None
 ) -> tuple[int, int | None]:
-    """Touch ``marker`` and make a minder for ``job`` (``native``: the path of the native
-    minder, else a fork): its pid and start time.
+    """Touch ``marker`` and make a minder for ``job`` (``native``: the descriptor of the
+    native minder, else a fork, as for a job the native minder is not given): its pid and
+    start time.
 
     Raises ``OSError`` when no minder was made (the marker is removed again), ``_Orphaned``
-    when ``parent`` is no longer this process's parent, ``ValueError`` (and the like) for a
-    job the native minder cannot be given (before the marker is touched).
+    when ``parent`` is no longer this process's parent.
     """
     request = native_job(job) if native is not None else None
     _touch(marker)
@@ -234,11 +254,11 @@ def spawn(
         if native is not None and request is not None:
             try:  # noqa: SIM105 (contextlib is not loaded here)
                 pid = _spawn_native(native, request)
-            except OSError:  # the program is gone or cannot run here: fork a minder instead
+            except OSError:  # it cannot be started (no memory, say): fork a minder instead
                 pass
         if pid is None:
             pid = os.fork()
-    except OSError:
+    except BaseException:
         _unlink(marker)
         raise
     if pid == 0:
@@ -247,14 +267,12 @@ def spawn(
 
 
 def _answer(
-    request_id: int, job: object, marker: object, parent: int, native: "str | None"
+    request_id: int, job: object, marker: object, parent: int, native: "int | None"
 ) -> bytes:
     if not isinstance(job, dict) or not isinstance(marker, str):
         return b"%d error bad request\n" % request_id
     try:
         pid, start = spawn(job, marker, parent, native)  # pyright: ignore[reportUnknownArgumentType]
-    except (KeyError, TypeError, AttributeError, ValueError):
-        return b"%d error bad request\n" % request_id
     except OSError as exc:
         # the marker's path and the errno's text, never the job (its env holds secrets)
         message = f"cannot make a minder: {exc}".replace("\n", " ")
@@ -262,9 +280,9 @@ def _answer(
     return b"%d %d %d\n" % (request_id, pid, -1 if start is None else start)
 
 
-def serve(requests: int, answers: int, parent: int, native: "str | None" = None) -> int:
+def serve(requests: int, answers: int, parent: int, native: "int | None" = None) -> int:
     """Answer requests from ``requests`` on ``answers`` until the end of input; ``native`` is
-    the native minder's path, if minders are made with it."""
+    the native minder's descriptor, if minders are made with it."""
     buffer = bytearray()
     while True:
         head = _read_exactly(requests, 4, buffer)
@@ -285,9 +303,13 @@ def serve(requests: int, answers: int, parent: int, native: "str | None" = None)
 
 
 def main(args: "list[str] | None" = None) -> int:
-    """``args`` (default: the command line's): nothing, or the native minder's path."""
+    """``args`` (default: the command line's): nothing, or the native minder's path, device
+    and inode (see ``open_native``); forked Python minders if it is not that file."""
     args = sys.argv[1:] if args is None else args
-    native = args[0] if args else None
+    native = None
+    if len(args) == 3 and args[1].isdigit() and args[2].isdigit():
+        native = open_native(args[0], int(args[1]), int(args[2]))
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())  # none blocked, in the minders either
     _signal.signal(_signal.SIGHUP, _ignore)
     _signal.signal(_signal.SIGINT, _ignore)
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the kernel reaps our minders

@@ -39,7 +39,7 @@ from typing import Any
 
 import trio
 
-from pysched.launch.native_minder import native_minder
+from pysched.launch.native_minder import NativeMinder, native_minder
 
 __all__ = ["HostGone", "MinderHost"]
 
@@ -126,7 +126,7 @@ class MinderHost:
     def __init__(self, python: str = sys.executable, *, native_cache: Path | None = None) -> None:
         self.python = python
         self.native_cache = native_cache
-        self.native: Path | None = None
+        self.native: NativeMinder | None = None
         """The native minder the running host starts, if it does."""
         self._link: _Link | None = None
         self._opening: _Opening | None = None
@@ -358,7 +358,7 @@ class MinderHost:
         log.debug(
             "minder host started, pid %d, %s minders",
             process.pid,
-            "forked" if self.native is None else f"native ({self.native})",
+            "forked" if self.native is None else f"native ({self.native.path})",
         )
         return link
 
@@ -366,7 +366,7 @@ class MinderHost:
         """Runs in a worker thread: find (or build) the native minder, and start the host with
         a pipe each way."""
         self.native = None if self.native_cache is None else native_minder(self.native_cache)
-        native = [] if self.native is None else [str(self.native)]
+        native = [] if self.native is None else self.native.host_args()
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
         try:

@@ -10,13 +10,14 @@
  * the host (host.native_job): NUL-terminated fields, in this order:
  *
  *   "pysched-minder 1", note, started, stdout, stderr, has_cwd ("0" or "1"), cwd,
- *   fatal, error_head, what_program, what_cwd, what_stdout, what_stderr,
+ *   error_head, what_program, what_cwd, what_stdout, what_stderr,
  *   argc, argv..., execc, executables..., envc, "KEY=value"...
  *
- * fatal, error_head and the what_* fields are already JSON-escaped (without quotes) by the
- * host, which writes JSON as Python's json module does; the error of a command that cannot
- * start is error_head + strerror(errno) + " (" + what + ")", as in minder.py. A non-empty
- * fatal is a job the minder cannot run (minder.py would raise): its note carries that error.
+ * error_head and the what_* fields are already JSON-escaped (without quotes) by the host,
+ * which writes JSON as Python's json module does; the error of a command that cannot start is
+ * error_head + strerror(errno) + " (" + what + ")", as in minder.py. A job minder.py would
+ * refuse (a NUL byte in a text, a bad variable name, no command) never comes here: the host
+ * forks a Python minder for it.
  *
  * "--check" as the only argument prints "pysched-minder 1" and exits 0: how the builder
  * checks that a built minder runs here (a noexec mount, say).
@@ -73,12 +74,17 @@ typedef struct {
     size_t len, cap;
 } text;
 
+/* Room for more bytes; a minder that cannot allocate a few kilobytes stops here rather than
+ * write a note with a hole in it (the launcher then finds no note, as after a kill). */
 static int grow(text *t, size_t more) {
     if (t->len + more + 1 <= t->cap) return 0;
     size_t cap = t->cap ? t->cap : 256;
     while (cap < t->len + more + 1) cap *= 2;
     char *data = realloc(t->data, cap);
-    if (!data) return -1;
+    if (!data) {
+        dprintf(2, "minder: out of memory\n");
+        _exit(1);
+    }
     t->data = data;
     t->cap = cap;
     return 0;
@@ -102,7 +108,7 @@ static void add_int(text *t, long long value) {
 
 typedef struct {
     const char *note, *started, *out, *err, *cwd;
-    const char *fatal, *error_head, *what_program, *what_cwd, *what_out, *what_err;
+    const char *error_head, *what_program, *what_cwd, *what_out, *what_err;
     char **argv, **executables, **envp;
 } job_t;
 
@@ -153,8 +159,8 @@ static int read_job(job_t *job) {
     const char *cwd = field(&buf, &at);
     if (!has_cwd || !cwd) return -1;
     job->cwd = strcmp(has_cwd, "1") == 0 ? cwd : NULL;
-    const char **escaped[] = {&job->fatal,    &job->error_head, &job->what_program,
-                              &job->what_cwd, &job->what_out,   &job->what_err};
+    const char **escaped[] = {&job->error_head, &job->what_program, &job->what_cwd,
+                              &job->what_out, &job->what_err};
     for (size_t i = 0; i < sizeof escaped / sizeof *escaped; i++)
         if (!(*escaped[i] = field(&buf, &at))) return -1;
     if (!(job->argv = list(&buf, &at))) return -1;
@@ -394,14 +400,21 @@ static int write_minder_failed(const job_t *job, const char *escaped) {
 
 /* Every signal back to its default and none blocked: the raw system calls, since the C
  * library keeps two signals of its own (32 and 33) from its wrappers, and a minder started
- * with posix_spawn has them ignored. */
+ * with posix_spawn has them ignored. The kernel's signal set is _NSIG - 1 bits (8 bytes on
+ * most machines, 16 on MIPS), whatever the size of a long. Then the C library's own calls,
+ * for what they can reach, in case the raw ones were refused. */
 static void reset_signals(void) {
-    unsigned long zeroed[8] = {0}; /* a kernel sigaction with SIG_DFL and no flags or mask */
-    unsigned long none = 0;
-    for (int signum = 1; signum <= 64; signum++)
+    unsigned long long zeroed[16] = {0}; /* a kernel sigaction: SIG_DFL, no flags, no mask */
+    const size_t set_size = (_NSIG - 1) / 8;
+    for (int signum = 1; signum < _NSIG; signum++)
         if (signum != SIGKILL && signum != SIGSTOP)
-            syscall(SYS_rt_sigaction, signum, zeroed, NULL, sizeof none);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+            syscall(SYS_rt_sigaction, signum, zeroed, NULL, set_size);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, zeroed, NULL, set_size);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int signum = 1; signum < SIGRTMIN; signum++)
+        if (signum != SIGKILL && signum != SIGSTOP) signal(signum, SIG_DFL);
 }
 
 static void close_other_fds(int keep) {
@@ -505,18 +518,15 @@ static pid_t start_command(const job_t *job, int out_fd, int err_fd, int *err_no
 /* ---- the minder ------------------------------------------------------------------------- */
 
 static int run(const job_t *job) {
-    if (*job->fatal) {
-        write_minder_failed(job, job->fatal);
-        return 1;
-    }
     const char *paths[] = {job->out, job->err, job->note, job->started};
-    char folder[4096], done[4][4096];
+    char *folders[4];
     for (int i = 0; i < 4; i++) {
-        dirname_of(paths[i], folder, sizeof folder);
-        strcpy(done[i], folder);
+        size_t size = strlen(paths[i]) + 1;
+        if (!(folders[i] = malloc(size))) _exit(1);
+        dirname_of(paths[i], folders[i], size);
         int seen = 0;
-        for (int j = 0; j < i; j++) seen |= strcmp(done[j], folder) == 0;
-        if (!seen && make_folders(folder) < 0) {
+        for (int j = 0; j < i; j++) seen |= strcmp(folders[j], folders[i]) == 0;
+        if (!seen && make_folders(folders[i]) < 0) {
             char message[512];
             snprintf(message, sizeof message, "minder failed: cannot make the log folder: %s",
                      strerror(errno));
@@ -586,6 +596,9 @@ int main(int argc, char **argv) {
         dprintf(2, "usage: %s < job (see minder.c)\n", argv[0]);
         return 2;
     }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* none blocked: SIGTERM must reach the minder */
     set_handler(SIGHUP, on_ignore);
     set_handler(SIGINT, on_ignore);
     signal(SIGCHLD, SIG_DFL); /* the host ignores it: the minder waits for its command */

@@ -301,16 +301,13 @@ def _child(
     """In the forked child: become the command, or report why not on ``report`` and exit 127."""
     step = b"exec"
     try:
-        for signum in (
-            _signal.SIGTERM,
-            _signal.SIGHUP,
-            _signal.SIGINT,
-            _signal.SIGPIPE,
-            _signal.SIGCHLD,
-        ):
-            _signal.signal(signum, _signal.SIG_DFL)
-        if hasattr(_signal, "SIGXFSZ"):
-            _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
+        # every signal back to its default, so the command inherits none ignored (nohup's
+        # SIGHUP, the scheduler's own SIGPIPE) or blocked; the C library's own two (32 and
+        # 33) are out of Python's reach: the native minder resets those too
+        for signum in _signal.valid_signals():
+            if signum not in (_signal.SIGKILL, _signal.SIGSTOP):
+                _signal.signal(signum, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         step = b"noexec"
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -500,6 +497,7 @@ def _ignore(signum: int, frame: "FrameType | None") -> None:
 
 
 def main(args: list[str]) -> int:
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())  # none blocked: SIGTERM must reach us
     _signal.signal(_signal.SIGHUP, _ignore)
     _signal.signal(_signal.SIGINT, _ignore)
     try:

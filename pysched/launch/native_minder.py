@@ -7,23 +7,29 @@ at once, that is the difference between the last command starting after about 0.
 about 0.15 s on two cores (see the concurrency page).
 
 So, when a C compiler is there (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``), the
-launcher builds ``minder.c`` (C library only, about 0.3 s) into a cache folder the first time
-it needs it, checks that the result runs here (``--check``: a folder mounted ``noexec`` fails
-it), and has the minder host start that program for every attempt. The file is named after the
-source's SHA-256, so an upgrade builds anew, and older builds are removed.
+launcher builds ``minder.c`` (C library only, statically linked where the C library allows,
+about 0.3 s) into a cache folder the first time it needs it, checks that the result runs here
+(``--check``: a folder mounted ``noexec`` fails it), and has the minder host start that program
+for every attempt. The file is named after the source's SHA-256, so an upgrade builds anew;
+builds of other sources unused for a week are removed.
 
 Where there is no compiler, or the build or its check fails, minders are forked Python
 processes as before: the same files, the same notes, the same recovery; only slower. That is
-logged once as the launcher starts its host.
+logged once as the launcher starts its host (a failed build is not tried again by the same
+process).
 
 - ``PYSCHED_MINDER_NATIVE=0`` in the environment: never build or use the native minder.
 - ``PYSCHED_MINDER_CACHE``: the cache folder, over what the launcher was given (``pysched
   serve`` gives ``<state_dir>/minder``; otherwise ``$XDG_CACHE_HOME/pysched``, by default
   ``~/.cache/pysched``).
 
-The cache folder is made owner-only (0700). A built minder found there is used only if it and
-its folder belong to this user and no one else may write to them, and it passes the check;
-anything else is built again.
+Trust: the cache folder is resolved (a link is followed once, here, and the real folder used
+from then on) and made owner-only (0700); it must belong to this user with no one else able to
+write to it. A build is opened without following links and used only if it is a regular file
+of this user's that no one else may write to, and it passes the check, run from that open
+descriptor; the host is given its device and inode, opens it again, runs it from its own
+descriptor, and uses it only if it is still that file. So no one else can get a program of
+theirs run as the scheduler by swapping the file or a folder on its path.
 """
 
 from __future__ import annotations
@@ -37,19 +43,30 @@ import shutil
 import stat
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pysched.launch.host import NATIVE_MAGIC
 
-__all__ = ["SOURCE", "cache_dir_for", "find_compiler", "native_minder", "native_minder_wanted"]
+__all__ = [
+    "SOURCE",
+    "NativeMinder",
+    "cache_dir_for",
+    "find_compiler",
+    "native_minder",
+    "native_minder_wanted",
+]
 
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("minder.c")
-BUILD_TIMEOUT = 300.0
-"""Seconds a compiler has to build the minder (it needs well under one)."""
+BUILD_TIMEOUT = 60.0
+"""Seconds a compiler has to build the minder (it needs well under one; the engine's opening
+waits for it, and systemd's start timeout is a few minutes)."""
 CHECK_TIMEOUT = 10.0
 """Seconds a built minder has to answer ``--check``."""
+OLD_BUILD_DAYS = 7
+"""Builds of other sources unused for this many days are removed."""
 _PREFIX = "pysched-minder-"
 
 
@@ -83,24 +100,36 @@ def find_compiler() -> list[str] | None:
     return None
 
 
-def _ours_and_private(path: Path) -> bool:
-    """Whether ``path`` belongs to this user and no one else may write to it."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
+@dataclass(frozen=True, slots=True)
+class NativeMinder:
+    """A built native minder that passed its checks: its path, and the device and inode of the
+    file checked there, which the minder host opens and runs from then on (``open_native``)."""
+
+    path: Path
+    device: int
+    inode: int
+
+    def host_args(self) -> list[str]:
+        """What the minder host is started with to use it."""
+        return [str(self.path), str(self.device), str(self.inode)]
+
+
+def _ours_and_private(info: os.stat_result) -> bool:
+    """Whether a file or folder belongs to this user and no one else may write to it."""
     return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _runs(program: Path) -> str | None:
-    """None if ``program --check`` answers as a native minder of this version, else why not."""
+def _runs(fd: int) -> str | None:
+    """None if the program open as ``fd`` answers ``--check`` as a native minder of this
+    version, else why not. Run from the descriptor: the file checked is the file run."""
     try:
         done = subprocess.run(
-            [str(program), "--check"],
+            [f"/proc/self/fd/{fd}", "--check"],
             capture_output=True,
             timeout=CHECK_TIMEOUT,
             check=False,
             env={},
+            pass_fds=(fd,),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
@@ -109,54 +138,78 @@ def _runs(program: Path) -> str | None:
     return None
 
 
-def _usable(program: Path) -> bool:
-    return (
-        program.is_file()
-        and _ours_and_private(program)
-        and _ours_and_private(program.parent)
-        and _runs(program) is None
-    )
+def _verified(program: Path) -> NativeMinder | str:
+    """``program`` as a ``NativeMinder`` if it is a regular file (not a link), this user's
+    alone, and passes the check; else why not."""
+    try:
+        fd = os.open(program, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return str(exc)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if not _ours_and_private(info):
+            return "not this user's alone"
+        why = _runs(fd)
+        return why if why is not None else NativeMinder(program, info.st_dev, info.st_ino)
+    finally:
+        os.close(fd)
 
 
-def _build(compiler: list[str], folder: Path, target: Path) -> str | None:
-    """Build ``SOURCE`` into ``target``; None when done, else why not."""
+def _build(compiler: list[str], folder: Path, target: Path) -> NativeMinder | str:
+    """Build ``SOURCE`` into ``target``, linked statically where the C library allows it (its
+    start then skips the dynamic loader: about 0.2 ms less CPU an attempt), else dynamically;
+    the result, or why there is none."""
     tmp = folder / f".{target.name}.{os.getpid()}.tmp"
     env = dict(os.environ, TMPDIR=str(folder), LC_ALL="C")  # /tmp may be read-only (systemd)
     try:
-        done = subprocess.run(
-            [*compiler, "-O2", "-pipe", "-o", str(tmp), str(SOURCE)],
-            capture_output=True,
-            timeout=BUILD_TIMEOUT,
-            check=False,
-            env=env,
-            cwd=folder,
-        )
-        if done.returncode != 0:
+        for extra in (["-static"], []):
+            done = subprocess.run(
+                [*compiler, "-O2", "-pipe", *extra, "-o", str(tmp), str(SOURCE)],
+                capture_output=True,
+                timeout=BUILD_TIMEOUT,
+                check=False,
+                env=env,
+                cwd=folder,
+            )
+            if done.returncode == 0:
+                break
+        else:
             lines = done.stderr.decode(errors="replace").strip().splitlines()
             return f"{shlex.join(compiler)} exited with {done.returncode}: " + " / ".join(lines[:3])
         tmp.chmod(0o700)
-        why = _runs(tmp)
-        if why is not None:
-            return f"the built minder does not run here ({why})"
-        tmp.replace(target)
+        found = _verified(tmp)
+        if isinstance(found, str):
+            return f"the built minder does not run here ({found})"
+        tmp.replace(target)  # the same file: its device and inode stay
+        return NativeMinder(target, found.device, found.inode)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
-    return None
 
 
 def _remove_older_builds(folder: Path, keep: Path) -> None:
-    """Remove builds of earlier sources (a running minder keeps its program while it runs)."""
+    """Remove builds of earlier sources not used for ``OLD_BUILD_DAYS`` (another version of
+    pysched may share the folder; a minder still running keeps its program while it runs)."""
+    cutoff = time.time() - OLD_BUILD_DAYS * 86400
     with contextlib.suppress(OSError):
         for path in folder.iterdir():
-            if path.name.startswith(_PREFIX) and path != keep:
-                with contextlib.suppress(OSError):
+            if not path.name.startswith(_PREFIX) or path == keep:
+                continue
+            with contextlib.suppress(OSError):
+                if path.lstat().st_mtime < cutoff:
                     path.unlink()
 
 
-def native_minder(cache_dir: Path) -> Path | None:
+_FAILED: dict[Path, str] = {}
+"""Folders whose build failed in this process, and why: a host that restarts does not build
+again (nor log it again)."""
+
+
+def native_minder(cache_dir: Path) -> NativeMinder | None:
     """The native minder built from this version's ``minder.c`` in ``cache_dir``, built now if
     need be; None (and logged) when it cannot be built or run here.
 
@@ -166,10 +219,16 @@ def native_minder(cache_dir: Path) -> Path | None:
     except OSError as exc:
         log.warning("minders are forked Python processes: cannot read %s (%s)", SOURCE, exc)
         return None
-    folder = Path(os.path.abspath(cache_dir))
+    folder = Path(os.path.realpath(cache_dir))  # checked and used as what it really is
+    if folder in _FAILED:
+        return None
     target = folder / f"{_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}"
-    if _usable(target):
-        return target
+    with contextlib.suppress(OSError):
+        if _ours_and_private(folder.stat()):
+            found = _verified(target)
+            if isinstance(found, NativeMinder):
+                os.utime(target)  # in use: not an older build to remove
+                return found
     compiler = find_compiler()
     if compiler is None:
         log.info(
@@ -179,10 +238,11 @@ def native_minder(cache_dir: Path) -> Path | None:
         return None
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private = _ours_and_private(folder.stat())
     except OSError as exc:
         log.warning("minders are forked Python processes: cannot make %s (%s)", folder, exc)
         return None
-    if not _ours_and_private(folder):
+    if not private:
         log.warning(
             "minders are forked Python processes: %s is not this user's alone (others may "
             "write to it); make it so, or set PYSCHED_MINDER_CACHE to another folder",
@@ -190,10 +250,11 @@ def native_minder(cache_dir: Path) -> Path | None:
         )
         return None
     began = time.monotonic()
-    why = _build(compiler, folder, target)
-    if why is not None:
-        log.warning("minders are forked Python processes: cannot build %s: %s", SOURCE.name, why)
+    built = _build(compiler, folder, target)
+    if isinstance(built, str):
+        _FAILED[folder] = built
+        log.warning("minders are forked Python processes: cannot build %s: %s", SOURCE.name, built)
         return None
     log.info("built the native minder %s in %.2f s", target, time.monotonic() - began)
     _remove_older_builds(folder, target)
-    return target
+    return built

@@ -57,6 +57,14 @@ def out_of(launcher: LocalLauncher, spec: AttemptSpec) -> str:
     return (folder / f"{spec.run_id}.{spec.attempt}.out").read_text()
 
 
+def out_so_far(launcher: LocalLauncher, spec: AttemptSpec) -> str:
+    """The attempt's output so far ("" before the minder has made the file)."""
+    try:
+        return out_of(launcher, spec)
+    except FileNotFoundError:
+        return ""
+
+
 def minder_alive(info) -> bool:
     try:
         os.kill(info["minder_pid"], 0)
@@ -173,7 +181,11 @@ async def test_kill_sends_sigterm_to_the_group(launcher):
 
 
 async def test_kill_escalates_to_sigkill_after_the_grace(launcher):
-    handle = await launcher.start(make_spec("trap '' TERM; sleep 30"))
+    spec = make_spec("trap '' TERM; echo ready; sleep 30")
+    handle = await launcher.start(spec)
+    with trio.fail_after(5):  # the kill must come after the trap, or SIGTERM does it
+        while "ready" not in await trio.to_thread.run_sync(out_so_far, launcher, spec):
+            await trio.sleep(0.01)
     begun = trio.current_time()
     with trio.fail_after(5):
         await handle.kill(timedelta(seconds=0.3))

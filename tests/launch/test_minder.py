@@ -29,7 +29,22 @@ def native_program() -> Path:
         pytest.skip("no C compiler here: the native minder cannot be built")
     built = native_minder(cache_dir_for())
     assert built is not None, "a C compiler is here, yet the native minder was not built"
-    return built
+    return built.path
+
+
+def spawn_native(job: dict[str, object]) -> int:
+    """Start the native minder for ``job`` as the host does; wait for it; its exit status."""
+    built = native_minder(cache_dir_for())
+    assert built is not None
+    request = host.native_job(job)
+    assert request is not None
+    fd = host.open_native(str(built.path), built.device, built.inode)
+    assert fd is not None
+    try:
+        pid = host._spawn_native(fd, request)
+    finally:
+        os.close(fd)
+    return os.waitpid(pid, 0)[1]
 
 
 @pytest.fixture(params=["python", "native"])
@@ -59,12 +74,16 @@ def minder_argv(kind: str = "python") -> list[str]:
     if kind == "native":
         built = native_minder(cache_dir_for())
         assert built is not None
-        return [str(built)]
+        return [str(built.path)]
     return [sys.executable, "-I", "-S", str(Path(minder.__file__)), "-"]
 
 
 def encoded(job: dict[str, object], kind: str = "python") -> bytes:
-    return host.native_job(job) if kind == "native" else marshal.dumps(job)
+    if kind == "native":
+        request = host.native_job(job)
+        assert request is not None, "the host would fork a Python minder for this job"
+        return request
+    return marshal.dumps(job)
 
 
 def run_minder(job: dict[str, object], kind: str = "python") -> subprocess.CompletedProcess[bytes]:
@@ -237,7 +256,7 @@ def test_a_json_job_on_stdin_is_still_accepted(tmp_path):
 def test_an_unreadable_job_is_refused(tmp_path, kind):
     bad = [b"", b"not a job", marshal.dumps(["a list"])]
     if kind == "native":  # cut short, or with a field too many
-        whole = host.native_job(job_for(tmp_path, ["/bin/true"]))
+        whole = encoded(job_for(tmp_path, ["/bin/true"]), kind)
         bad += [whole[:-1], whole[: len(whole) // 2], whole + b"x\0"]
     for data in bad:
         done = subprocess.run(minder_argv(kind), input=data, capture_output=True, timeout=10)
@@ -276,13 +295,51 @@ def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path, kin
     job = job_for(tmp_path, ["/bin/sh", "-c", script])
     if kind == "native":  # as the host starts it: posix_spawn leaves the C library's 32 and 33
         # ignored in the minder, which must not pass them on
-        pid = host._spawn_native(minder_argv(kind)[0], host.native_job(job))
-        assert os.waitpid(pid, 0)[1] == 0
+        assert spawn_native(job) == 0
+        ignored = 0
     else:
         run_minder(job)
+        # The Python minder resets every signal Python knows; the C library's own two (32
+        # and 33) it cannot reach, and they stay as this process has them (ignored when it
+        # was itself started with posix_spawn, as some launchers do)
+        ignored = _ignored_signals() & (3 << 31)
     lines = Path(str(job["stdout"])).read_text().split()
-    assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
+    assert lines[:4] == ["SigBlk:", "0000000000000000", "SigIgn:", f"{ignored:016x}"]
     assert sorted(lines[4:]) == ["0", "1", "2", "3"]  # 3 is ls's own listing of the folder
+
+
+def test_the_command_does_not_inherit_what_the_minders_parent_ignored_or_blocked(tmp_path, kind):
+    """A scheduler started under ``nohup`` (SIGHUP ignored) or with signals blocked passes
+    neither on to the commands."""
+    script = "grep -E '^Sig(Ign|Blk)' /proc/self/status"
+    job = job_for(tmp_path, ["/bin/sh", "-c", script])
+
+    def ignore_and_block() -> None:
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+
+    done = subprocess.run(
+        minder_argv(kind),
+        input=encoded(job, kind),
+        preexec_fn=ignore_and_block,
+        capture_output=True,
+        timeout=10,
+    )
+    assert done.returncode == 0
+    status = dict(zip(*[iter(Path(str(job["stdout"])).read_text().split())] * 2, strict=True))
+    ignored = int(status["SigIgn:"], 16)
+    assert int(status["SigBlk:"], 16) == 0
+    assert ignored & ~(3 << 31) == 0  # at most the C library's two, for the Python minder
+    if kind == "native":
+        assert ignored == 0
+
+
+def _ignored_signals() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no SigIgn in /proc/self/status")
 
 
 def test_make_folders_gives_every_new_folder_the_log_mode(tmp_path):
@@ -317,18 +374,7 @@ def _same_shape(note: dict[str, object]) -> dict[str, object]:
 
 @pytest.mark.parametrize(
     "case",
-    [
-        "exit-3",
-        "signal",
-        "missing-program",
-        "missing-folder",
-        "secret-program",
-        "nul-in-argument",
-        "nul-in-env",
-        "equals-in-env-name",
-        "no-command",
-        "non-ascii",
-    ],
+    ["exit-3", "signal", "missing-program", "missing-folder", "secret-program", "non-ascii"],
 )
 def test_both_minders_write_the_same_note(tmp_path, native_program, case):
     secret_program = str(tmp_path / f"bin-{SECRET}-é")
@@ -341,10 +387,6 @@ def test_both_minders_write_the_same_note(tmp_path, native_program, case):
             [secret_program],
             {"redact": [[secret_program, secret_program.replace(SECRET, "***")]]},
         ),
-        "nul-in-argument": (["/bin/echo", "a\0b"], {}),
-        "nul-in-env": (["/bin/true"], {"env": {"A": "x\0y"}}),
-        "equals-in-env-name": (["/bin/true"], {"env": {"A=B": "x"}}),
-        "no-command": ([], {}),
         "non-ascii": (["/bin/sh", "-c", "echo ü€😀; exit 7"], {}),
     }[case]
     notes, outputs = [], []
@@ -359,17 +401,44 @@ def test_both_minders_write_the_same_note(tmp_path, native_program, case):
     python_note, native_note = notes
     assert list(native_note) == list(python_note)  # the same keys in the same order
     assert _same_shape(native_note) == _same_shape(python_note)
-    if not str(python_note["error"]).startswith("minder failed"):
-        # (a job refused outright: the Python minder has made the empty output files by then)
-        assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "extra"),
+    [
+        (["/bin/echo", "a\0b"], {}),
+        (["/bin/true"], {"env": {"A": "x\0y"}}),
+        (["/bin/true"], {"env": {"A=B": "x"}}),
+        (["/bin/true"], {"env": {"": "x"}}),
+        (["/bin/true"], {"cwd": "/tmp/a\0b"}),
+        (["/bin/echo", "lone \ud800 surrogate"], {}),
+        (["/bin/true"], {"env": {"A": "\udfff"}}),
+        ([], {}),
+    ],
+    ids=[
+        "nul-argument",
+        "nul-env",
+        "equals-name",
+        "empty-name",
+        "nul-cwd",
+        "surrogate",
+        "surrogate-env",
+        "no-command",
+    ],
+)
+def test_a_job_the_python_minder_treats_its_own_way_is_not_given_to_the_native_one(
+    tmp_path, argv, extra
+):
+    """The host forks a Python minder for it instead, so its note is that minder's."""
+    assert host.native_job(job_for(tmp_path, argv, **extra)) is None
 
 
 def test_the_native_minder_takes_a_job_larger_than_a_pipe_holds(tmp_path, native_program):
     big = {f"VAR_{i}": "x" * 1000 for i in range(300)}  # 300 KB of environment
     job = job_for(tmp_path, ["/bin/sh", "-c", 'echo "${#VAR_299}"'])
     job["env"] = {**job["env"], **big}  # type: ignore[dict-item]
-    pid = host._spawn_native(str(native_program), host.native_job(job))
-    assert os.waitpid(pid, 0)[1] == 0
+    assert spawn_native(job) == 0
     assert read(job, "note")["exit_code"] == 0
     assert Path(str(job["stdout"])).read_text() == "1000\n"
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 import trio
 
+from pysched.launch import host
 from pysched.launch import native_minder as native
 from pysched.launch.local import LocalLauncher
 from tests.launch.test_minder import job_for, read
@@ -28,38 +30,37 @@ def test_it_is_built_once_into_a_private_folder_and_then_reused(tmp_path, caplog
     with caplog.at_level(logging.INFO, logger=native.__name__):
         built = native.native_minder(folder)
     assert built is not None
-    assert built.parent == folder
-    assert built.name.startswith("pysched-minder-")
+    assert built.path.parent == folder
+    assert built.path.name.startswith("pysched-minder-")
+    assert (built.device, built.inode) == (built.path.stat().st_dev, built.path.stat().st_ino)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert stat.S_IMODE(built.stat().st_mode) == 0o700
+    assert stat.S_IMODE(built.path.stat().st_mode) == 0o700
     assert "built the native minder" in caplog.text
-    assert [p.name for p in folder.iterdir()] == [built.name]  # no temp file left behind
-    made = built.stat().st_mtime_ns
+    assert [p.name for p in folder.iterdir()] == [built.path.name]  # no temp file left behind
     caplog.clear()
     with caplog.at_level(logging.INFO, logger=native.__name__):
-        assert native.native_minder(folder) == built
-    assert built.stat().st_mtime_ns == made
+        assert native.native_minder(folder) == built  # the same file, not built again
     assert not caplog.text
 
 
-@pytest.mark.parametrize("damage", ["not-a-program", "writable-by-others", "folder-open"])
+@pytest.mark.parametrize("damage", ["not-a-program", "writable-by-others", "a-link"])
 def test_a_build_that_cannot_be_trusted_or_run_is_made_again(tmp_path, damage):
     folder = tmp_path / "cache"
     built = native.native_minder(folder)
     assert built is not None
     if damage == "not-a-program":
-        built.write_bytes(b"#!/bin/sh\necho hacked\n")
-        expected_mode = 0o700
+        built.path.write_bytes(b"#!/bin/sh\necho pysched-minder 1\n")  # a script, not ours
     elif damage == "writable-by-others":
-        built.chmod(0o722)
-        expected_mode = 0o700
-    else:
-        folder.chmod(0o777)
-        assert native.native_minder(folder) is None  # an open folder: refused, not rebuilt
-        return
-    assert native.native_minder(folder) == built
-    assert stat.S_IMODE(built.stat().st_mode) == expected_mode
-    assert native._runs(built) is None
+        built.path.chmod(0o722)
+    else:  # someone else's program, linked in its place
+        elsewhere = tmp_path / "elsewhere"
+        built.path.rename(elsewhere)
+        built.path.symlink_to(elsewhere)
+    again = native.native_minder(folder)
+    assert again is not None
+    assert again.path == built.path and not again.path.is_symlink()
+    assert stat.S_IMODE(again.path.stat().st_mode) == 0o700
+    assert again.inode == again.path.stat().st_ino
 
 
 def test_an_open_folder_is_refused_with_a_warning(tmp_path, caplog):
@@ -72,16 +73,49 @@ def test_an_open_folder_is_refused_with_a_warning(tmp_path, caplog):
     assert "PYSCHED_MINDER_CACHE" in caplog.text
 
 
-def test_older_builds_are_removed(tmp_path):
+def test_a_linked_cache_folder_is_used_as_the_folder_it_leads_to(tmp_path):
+    real = tmp_path / "real"
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    built = native.native_minder(link)
+    assert built is not None
+    assert built.path.parent == real  # what the host is given: the link is not read again
+
+
+def test_the_host_runs_only_the_file_that_was_checked(tmp_path):
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    fd = host.open_native(str(built.path), built.device, built.inode)
+    assert fd is not None
+    os.close(fd)
+    # replaced by another file of the same name (another inode): not used
+    copy = tmp_path / "copy"
+    copy.write_bytes(built.path.read_bytes())
+    copy.chmod(0o700)
+    copy.replace(built.path)
+    assert host.open_native(str(built.path), built.device, built.inode) is None
+    fresh = built.path.stat()
+    assert host.open_native(str(built.path), fresh.st_dev, fresh.st_ino) is not None
+    built.path.chmod(0o722)  # writable by others: not used
+    assert host.open_native(str(built.path), fresh.st_dev, fresh.st_ino) is None
+
+
+def test_builds_of_other_sources_are_removed_once_unused_for_a_week(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir(mode=0o700)
     old = folder / "pysched-minder-0000000000000000"
     old.write_bytes(b"old")
+    week_ago = time.time() - 8 * 86400
+    os.utime(old, (week_ago, week_ago))
+    recent = folder / "pysched-minder-1111111111111111"  # another version, in use lately
+    recent.write_bytes(b"recent")
     other = folder / "keep-me"
     other.write_bytes(b"")
+    os.utime(other, (week_ago, week_ago))
     built = native.native_minder(folder)
     assert built is not None
-    assert sorted(p.name for p in folder.iterdir()) == sorted([built.name, "keep-me"])
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted([built.path.name, recent.name, "keep-me"])
 
 
 def test_without_a_compiler_minders_are_forked_and_it_says_so(tmp_path, monkeypatch, caplog):
@@ -93,7 +127,7 @@ def test_without_a_compiler_minders_are_forked_and_it_says_so(tmp_path, monkeypa
     assert not (tmp_path / "cache").exists()
 
 
-def test_a_compiler_that_fails_is_reported_with_its_words(tmp_path, monkeypatch, caplog):
+def test_a_compiler_that_fails_is_reported_once_with_its_words(tmp_path, monkeypatch, caplog):
     fake = tmp_path / "fake-cc"
     fake.write_text("#!/bin/sh\necho 'minder.c:1: error: no way' >&2\nexit 4\n")
     fake.chmod(0o755)
@@ -102,6 +136,10 @@ def test_a_compiler_that_fails_is_reported_with_its_words(tmp_path, monkeypatch,
         assert native.native_minder(tmp_path / "cache") is None
     assert "exited with 4: minder.c:1: error: no way" in caplog.text
     assert list((tmp_path / "cache").iterdir()) == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=native.__name__):
+        assert native.native_minder(tmp_path / "cache") is None  # a host restarting, say
+    assert not caplog.text  # not built, nor logged, again by this process
 
 
 def test_a_build_that_does_not_run_here_is_not_kept(tmp_path, monkeypatch, caplog):
@@ -143,25 +181,48 @@ async def test_the_launcher_uses_it_unless_told_not_to(tmp_path, monkeypatch):
     forking.close()
 
 
-async def test_a_minder_program_removed_meanwhile_is_replaced_by_a_forked_minder(
-    tmp_path, monkeypatch
-):
-    """The host falls back to forking when the program it was given cannot be started."""
-    monkeypatch.delenv("PYSCHED_MINDER_CACHE")  # a build of its own, to remove
-    folder = tmp_path / "cache"
-    launcher = LocalLauncher(tmp_path / "logs", cache_dir=folder)
-    await launcher.prepare()
+def _minder_program(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/exe")
+
+
+async def _run(
+    launcher: LocalLauncher, job: dict[str, object], code: int | None = 6
+) -> tuple[int, str]:
+    """Have the launcher's host make a minder for ``job``; its pid and program, once the note
+    says the command exited with ``code``."""
     assert launcher.minder_host is not None
-    program = launcher.minder_host.native
-    assert program is not None and program.parent == folder
-    program.unlink()
-    job = job_for(tmp_path, ["/bin/sh", "-c", "exit 6"])
-    marker = Path(str(job["started"]))
-    pid, _ = await launcher.minder_host.spawn(job, marker)
+    pid, _ = await launcher.minder_host.spawn(job, Path(str(job["started"])))
+    program = _minder_program(pid)
     with trio.fail_after(10):
         while not Path(str(job["note"])).exists():
             await trio.sleep(0.01)
-    assert read(job, "note")["exit_code"] == 6
+    assert read(job, "note")["exit_code"] == code
     assert read(job, "note")["minder_pid"] == pid
+    return pid, program
+
+
+async def test_the_host_keeps_its_minder_open_when_the_file_goes(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSCHED_MINDER_CACHE")  # a build of its own, to remove
+    launcher = LocalLauncher(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    await launcher.prepare()
+    assert launcher.minder_host is not None
+    built = launcher.minder_host.native
+    assert built is not None
+    script = ["/bin/sh", "-c", "sleep 0.2; exit 6"]
+    _, program = await _run(launcher, job_for(tmp_path / "a", script))
+    assert program == str(built.path)
+    built.path.unlink()
+    _, program = await _run(launcher, job_for(tmp_path / "b", script))
+    assert program == f"{built.path} (deleted)"  # still the native minder, from the host's fd
     launcher.close()
-    assert os.path.exists(marker)
+
+
+async def test_a_job_the_native_minder_is_not_given_gets_a_forked_minder(tmp_path):
+    launcher = LocalLauncher(tmp_path / "logs")
+    await launcher.prepare()
+    job = job_for(tmp_path, ["/bin/sh", "-c", "sleep 0.2; exit 6"])
+    job["env"] = {**job["env"], "ODD": "\udfff"}  # type: ignore[dict-item]
+    _, program = await _run(launcher, job, code=None)  # it cannot be passed on: no exec
+    assert "python" in os.path.basename(program)
+    assert "cannot start" in str(read(job, "note")["error"])
+    launcher.close()
