@@ -3,8 +3,8 @@
 A minder forked from the Python minder host costs about 5 ms of CPU an attempt (the fork of
 an interpreter, its copy-on-write faults, the fork of that again for the command, and the
 exit); the same minder in C costs a few hundred microseconds. When two hundred attempts start
-at once, that is the difference between the last command starting after about 0.5 s and after
-about 0.15 s on two cores (see the concurrency page).
+at once through the engine on two cores, the machine spends about half the CPU, and the last
+command starts after 0.25-0.4 s instead of 0.45-0.65 s (see the concurrency page).
 
 So, when a C compiler is there (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``), the
 launcher builds ``minder.c`` (C library only, statically linked where the C library allows,
