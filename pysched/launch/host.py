@@ -8,7 +8,8 @@ session, with a pipe on each of standard input and output, and asks it for minde
 
 The conversation, all of it binary and ordered:
 
-- the host first writes ``b"ready <pid>\\n"``;
+- the host first writes ``b"ready <pid> native\\n"`` when it makes native minders, else
+  ``b"ready <pid> forked\\n"`` (the native minder it was given is not the file there now);
 - each request is a 4-byte big-endian length, then ``marshal.dumps((id, job, marker))``:
   ``job`` is exactly what a minder reads (see ``pysched.launch.minder``), ``marker`` the path
   of the attempt's ``.spawned`` file;
@@ -123,6 +124,8 @@ def _become_minder(job: "dict[str, Any]") -> "NoReturn":
 
 NATIVE_MAGIC = "pysched-minder 1"
 """The first field of a native minder's job, and what ``minder.c --check`` prints."""
+NATIVE_MAX_ITEMS = 1_000_000
+"""The most arguments or variables ``minder.c`` reads (more fail there as ``E2BIG`` anyway)."""
 
 
 def _escaped(text: str) -> str:
@@ -143,7 +146,9 @@ def native_job(job: "dict[str, Any]") -> "bytes | None":
         cwd = job.get("cwd")
         paths = [str(job[key]) for key in ("note", "started", "stdout", "stderr")]
         shown = {str(text): str(form) for text, form in job.get("redact") or ()}
-        if not argv or any(not key or "=" in key for key in env):
+        if not argv or not argv[0] or any(not key or "=" in key for key in env):
+            return None
+        if max(len(argv), len(env)) > NATIVE_MAX_ITEMS:
             return None
         program = argv[0]
         shown_program = shown.get(program, program)
@@ -207,7 +212,7 @@ def _spawn_native(program: int, request: bytes) -> int:
     try:
         pid = os.posix_spawn(
             path,
-            [path],
+            ["pysched-minder"],  # what ps shows
             {},
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, read_end, 0),
@@ -316,7 +321,7 @@ def main(args: "list[str] | None" = None) -> int:
     parent = os.getppid()
     minder.boot_id()  # read once here, so no forked minder reads it again
     gc.freeze()  # what is loaded now stays shared with every fork instead of being copied
-    os.write(1, b"ready %d\n" % os.getpid())
+    os.write(1, b"ready %d %s\n" % (os.getpid(), b"forked" if native is None else b"native"))
     try:
         return serve(0, 1, parent, native)
     except BrokenPipeError:

@@ -354,7 +354,15 @@ class MinderHost:
             link.gone = True
             link.close()
             raise OSError(f"the minder host said {bytes(link.inbox[:end])[:80]!r}, not ready")
+        kind = bytes(link.inbox[:end]).split()[2:3]
         del link.inbox[: end + 1]
+        if self.native is not None and kind != [b"native"]:
+            log.warning(
+                "minders are forked Python processes: the minder host could not open the "
+                "native minder %s as it was checked (replaced or changed meanwhile)",
+                self.native.path,
+            )
+            self.native = None
         log.debug(
             "minder host started, pid %d, %s minders",
             process.pid,

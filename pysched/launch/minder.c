@@ -76,8 +76,8 @@ typedef struct {
 
 /* Room for more bytes; a minder that cannot allocate a few kilobytes stops here rather than
  * write a note with a hole in it (the launcher then finds no note, as after a kill). */
-static int grow(text *t, size_t more) {
-    if (t->len + more + 1 <= t->cap) return 0;
+static void grow(text *t, size_t more) {
+    if (t->len + more + 1 <= t->cap) return;
     size_t cap = t->cap ? t->cap : 256;
     while (cap < t->len + more + 1) cap *= 2;
     char *data = realloc(t->data, cap);
@@ -87,12 +87,11 @@ static int grow(text *t, size_t more) {
     }
     t->data = data;
     t->cap = cap;
-    return 0;
 }
 
 static void add(text *t, const char *s) {
     size_t n = strlen(s);
-    if (grow(t, n) < 0) return;
+    grow(t, n);
     memcpy(t->data + t->len, s, n);
     t->len += n;
     t->data[t->len] = '\0';
@@ -114,7 +113,7 @@ typedef struct {
 
 static int read_all(int fd, text *buf) {
     for (;;) {
-        if (grow(buf, 65536) < 0) return -1;
+        grow(buf, 65536);
         ssize_t n = read(fd, buf->data + buf->len, buf->cap - buf->len - 1);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return -1;

@@ -24,12 +24,16 @@ process).
   ``~/.cache/pysched``).
 
 Trust: the cache folder is resolved (a link is followed once, here, and the real folder used
-from then on) and made owner-only (0700); it must belong to this user with no one else able to
-write to it. A build is opened without following links and used only if it is a regular file
-of this user's that no one else may write to, and it passes the check, run from that open
-descriptor; the host is given its device and inode, opens it again, runs it from its own
-descriptor, and uses it only if it is still that file. So no one else can get a program of
-theirs run as the scheduler by swapping the file or a folder on its path.
+from then on) and made with mode 0700 when missing; it must belong to this user with no one
+else able to write to it, and every folder above it must belong to root or this user and be
+writable by no one else (a sticky folder such as ``/tmp`` counts as safe for a folder in it
+that belongs to root or this user). A build is opened without following links and used only if
+it is a regular file of this user's that no one else may write to, and it passes the check, run
+from that open descriptor; the host is given its device and inode, opens it again, runs it from
+its own descriptor, and uses it only if it is still that file (it says which in its ``ready``
+line). So no one else can get a program of theirs run as the scheduler by swapping the file or
+a folder on its path. The compiler is trusted as the jobs' own programs are: ``$CC`` or the
+first one on the scheduler's ``PATH``.
 """
 
 from __future__ import annotations
@@ -40,8 +44,11 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +126,28 @@ def _ours_and_private(info: os.stat_result) -> bool:
     return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+def _unsafe_above(folder: Path) -> str | None:
+    """Why someone else could rename ``folder`` (resolved) away and put one of their own in
+    its place, or None: every folder above it must belong to root or this user and be
+    writable by no one else, unless it is sticky (``/tmp``) and the folder below it belongs to
+    root or this user (as OpenSSH's ``StrictModes`` checks)."""
+    me = os.geteuid()
+    child = folder
+    for above in folder.parents:
+        try:
+            info, below = above.stat(), child.lstat()
+        except OSError as exc:
+            return str(exc)
+        if info.st_uid not in (0, me):
+            return f"{above} belongs to another user"
+        open_to_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        sticky_over_ours = info.st_mode & stat.S_ISVTX and below.st_uid in (0, me)
+        if open_to_others and not sticky_over_ours:
+            return f"others may write to {above}"
+        child = above
+    return None
+
+
 def _runs(fd: int) -> str | None:
     """None if the program open as ``fd`` answers ``--check`` as a native minder of this
     version, else why not. Run from the descriptor: the file checked is the file run."""
@@ -138,9 +167,11 @@ def _runs(fd: int) -> str | None:
     return None
 
 
-def _verified(program: Path) -> NativeMinder | str:
+def _verified(program: Path, *, fresh: bool = False) -> NativeMinder | str:
     """``program`` as a ``NativeMinder`` if it is a regular file (not a link), this user's
-    alone, and passes the check; else why not."""
+    alone, and passes the check; else why not. ``fresh``: just built, so first made 0700
+    (through the open file, never a link). Its times are set to now: in use, so not an older
+    build to remove."""
     try:
         fd = os.open(program, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -149,40 +180,71 @@ def _verified(program: Path) -> NativeMinder | str:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return "not a regular file"
+        if fresh and info.st_uid == os.geteuid():
+            os.fchmod(fd, 0o700)
+            info = os.fstat(fd)
         if not _ours_and_private(info):
             return "not this user's alone"
         why = _runs(fd)
-        return why if why is not None else NativeMinder(program, info.st_dev, info.st_ino)
+        if why is not None:
+            return why
+        os.utime(fd)
+        return NativeMinder(program, info.st_dev, info.st_ino)
     finally:
         os.close(fd)
+
+
+def _compile(command: list[str], folder: Path) -> tuple[int, bytes]:
+    """Run the compiler in a session of its own (so a timeout ends its helpers too: ``cc1``,
+    ``as``, ``ld``), in ``folder`` with its temporary files there too; its exit code and
+    standard error."""
+    env = dict(os.environ, TMPDIR=str(folder), LC_ALL="C")  # /tmp may be read-only (systemd)
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=folder,
+        start_new_session=True,
+    ) as process:
+        try:
+            _, err = process.communicate(timeout=BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return -1, f"no result within {BUILD_TIMEOUT:g} s".encode()
+    return process.returncode, err
 
 
 def _build(compiler: list[str], folder: Path, target: Path) -> NativeMinder | str:
     """Build ``SOURCE`` into ``target``, linked statically where the C library allows it (its
     start then skips the dynamic loader: about 0.2 ms less CPU an attempt), else dynamically;
-    the result, or why there is none."""
-    tmp = folder / f".{target.name}.{os.getpid()}.tmp"
-    env = dict(os.environ, TMPDIR=str(folder), LC_ALL="C")  # /tmp may be read-only (systemd)
+    the result, or why there is none. A build another process finished meanwhile is taken as
+    it is: a host may already run it (by device and inode)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp = Path(name)
     try:
         for extra in (["-static"], []):
-            done = subprocess.run(
-                [*compiler, "-O2", "-pipe", *extra, "-o", str(tmp), str(SOURCE)],
-                capture_output=True,
-                timeout=BUILD_TIMEOUT,
-                check=False,
-                env=env,
-                cwd=folder,
+            code, err = _compile(
+                [*compiler, "-O2", "-pipe", *extra, "-o", str(tmp), str(SOURCE)], folder
             )
-            if done.returncode == 0:
+            if code == 0:
                 break
         else:
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            return f"{shlex.join(compiler)} exited with {done.returncode}: " + " / ".join(lines[:3])
-        tmp.chmod(0o700)
-        found = _verified(tmp)
+            lines = err.decode(errors="replace").strip().splitlines()
+            return f"{shlex.join(compiler)} exited with {code}: " + " / ".join(lines[:3])
+        found = _verified(tmp, fresh=True)
         if isinstance(found, str):
             return f"the built minder does not run here ({found})"
-        tmp.replace(target)  # the same file: its device and inode stay
+        try:
+            os.link(tmp, target)  # the same file: its device and inode stay
+        except FileExistsError:
+            there = _verified(target)
+            if isinstance(there, NativeMinder):
+                return there  # built meanwhile by another process
+            tmp.replace(target)  # what is there is not a minder we would run
         return NativeMinder(target, found.device, found.inode)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
@@ -207,6 +269,8 @@ def _remove_older_builds(folder: Path, keep: Path) -> None:
 _FAILED: dict[Path, str] = {}
 """Folders whose build failed in this process, and why: a host that restarts does not build
 again (nor log it again)."""
+_BUILDING = threading.Lock()
+"""One build at a time in this process (two hosts starting together)."""
 
 
 def native_minder(cache_dir: Path) -> NativeMinder | None:
@@ -220,17 +284,16 @@ def native_minder(cache_dir: Path) -> NativeMinder | None:
         log.warning("minders are forked Python processes: cannot read %s (%s)", SOURCE, exc)
         return None
     folder = Path(os.path.realpath(cache_dir))  # checked and used as what it really is
-    if folder in _FAILED:
-        return None
     target = folder / f"{_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}"
-    with contextlib.suppress(OSError):
-        if _ours_and_private(folder.stat()):
-            found = _verified(target)
-            if isinstance(found, NativeMinder):
-                os.utime(target)  # in use: not an older build to remove
-                return found
+    with _BUILDING:
+        if folder in _FAILED:
+            return None
+        return _found_or_built(folder, target)
+
+
+def _found_or_built(folder: Path, target: Path) -> NativeMinder | None:
     compiler = find_compiler()
-    if compiler is None:
+    if compiler is None and not target.exists():
         log.info(
             "minders are forked Python processes: no C compiler (cc, gcc, clang or $CC) to "
             "build the native minder; install one for cheaper starts"
@@ -242,11 +305,32 @@ def native_minder(cache_dir: Path) -> NativeMinder | None:
     except OSError as exc:
         log.warning("minders are forked Python processes: cannot make %s (%s)", folder, exc)
         return None
+    unsafe = _unsafe_above(folder)  # once it exists: a folder made meanwhile by another
+    if unsafe is not None:  # user in /tmp is caught here
+        log.warning(
+            "minders are forked Python processes: %s is not safe for the native minder (%s: "
+            "others could put a program of theirs in its place); set PYSCHED_MINDER_CACHE to "
+            "a folder only this user and root can change",
+            folder,
+            unsafe,
+        )
+        return None
     if not private:
         log.warning(
             "minders are forked Python processes: %s is not this user's alone (others may "
             "write to it); make it so, or set PYSCHED_MINDER_CACHE to another folder",
             folder,
+        )
+        return None
+    found = _verified(target)
+    if isinstance(found, NativeMinder):
+        return found
+    if compiler is None:
+        log.info(
+            "minders are forked Python processes: no C compiler (cc, gcc, clang or $CC) to "
+            "build the native minder again (%s: %s)",
+            target,
+            found,
         )
         return None
     began = time.monotonic()

@@ -14,15 +14,14 @@ import trio
 from pysched.launch import host
 from pysched.launch import native_minder as native
 from pysched.launch.local import LocalLauncher
-from tests.launch.test_minder import job_for, read
+from tests.launch.test_minder import job_for, read, require_native_minder
 
 pytestmark = pytest.mark.usefixtures("compiler")
 
 
 @pytest.fixture
 def compiler() -> None:
-    if native.find_compiler() is None:
-        pytest.skip("no C compiler here: the native minder cannot be built")
+    require_native_minder()
 
 
 def test_it_is_built_once_into_a_private_folder_and_then_reused(tmp_path, caplog):
@@ -185,18 +184,27 @@ def _minder_program(pid: int) -> str:
     return os.readlink(f"/proc/{pid}/exe")
 
 
-async def _run(
-    launcher: LocalLauncher, job: dict[str, object], code: int | None = 6
-) -> tuple[int, str]:
-    """Have the launcher's host make a minder for ``job``; its pid and program, once the note
-    says the command exited with ``code``."""
+def gated(tmp_path: Path, code: int = 6) -> tuple[dict[str, object], Path]:
+    """A job whose command waits for its gate file to appear, then exits with ``code``: its
+    minder lives until the test has looked at it."""
+    gate = tmp_path / "gate"
+    script = f'while [ ! -e "$GATE" ]; do sleep 0.01; done; exit {code}'
+    job = job_for(tmp_path, ["/bin/sh", "-c", script])
+    job["env"] = {**job["env"], "GATE": str(gate)}  # type: ignore[dict-item]
+    return job, gate
+
+
+async def _run(launcher: LocalLauncher, job: dict[str, object], gate: Path) -> tuple[int, str]:
+    """Have the launcher's host make a minder for ``job``; its pid and program (read while the
+    command waits for ``gate``), once the note says the command exited 6."""
     assert launcher.minder_host is not None
     pid, _ = await launcher.minder_host.spawn(job, Path(str(job["started"])))
     program = _minder_program(pid)
+    gate.touch()
     with trio.fail_after(10):
         while not Path(str(job["note"])).exists():
             await trio.sleep(0.01)
-    assert read(job, "note")["exit_code"] == code
+    assert read(job, "note")["exit_code"] == 6
     assert read(job, "note")["minder_pid"] == pid
     return pid, program
 
@@ -208,21 +216,71 @@ async def test_the_host_keeps_its_minder_open_when_the_file_goes(tmp_path, monke
     assert launcher.minder_host is not None
     built = launcher.minder_host.native
     assert built is not None
-    script = ["/bin/sh", "-c", "sleep 0.2; exit 6"]
-    _, program = await _run(launcher, job_for(tmp_path / "a", script))
+    _, program = await _run(launcher, *gated(tmp_path / "a"))
     assert program == str(built.path)
     built.path.unlink()
-    _, program = await _run(launcher, job_for(tmp_path / "b", script))
+    _, program = await _run(launcher, *gated(tmp_path / "b"))
     assert program == f"{built.path} (deleted)"  # still the native minder, from the host's fd
     launcher.close()
 
 
-async def test_a_job_the_native_minder_is_not_given_gets_a_forked_minder(tmp_path):
+async def test_a_job_the_native_minder_is_not_given_still_gets_its_note(tmp_path):
+    """The host forks a Python minder for it (``native_job`` says None): a note, not a
+    failed start."""
     launcher = LocalLauncher(tmp_path / "logs")
     await launcher.prepare()
-    job = job_for(tmp_path, ["/bin/sh", "-c", "sleep 0.2; exit 6"])
+    assert launcher.minder_host is not None
+    job = job_for(tmp_path, ["/bin/true"])
     job["env"] = {**job["env"], "ODD": "\udfff"}  # type: ignore[dict-item]
-    _, program = await _run(launcher, job, code=None)  # it cannot be passed on: no exec
-    assert "python" in os.path.basename(program)
-    assert "cannot start" in str(read(job, "note")["error"])
+    assert host.native_job(job) is None
+    await launcher.minder_host.spawn(job, Path(str(job["started"])))
+    with trio.fail_after(10):
+        while not Path(str(job["note"])).exists():
+            await trio.sleep(0.01)
+    assert str(read(job, "note")["error"]).startswith("cannot start '/bin/true'")
     launcher.close()
+
+
+async def test_a_host_that_finds_another_file_forks_and_the_launcher_says_so(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.delenv("PYSCHED_MINDER_CACHE")
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    swapped = native.NativeMinder(built.path, built.device, built.inode + 1)
+    monkeypatch.setattr("pysched.launch.host_link.native_minder", lambda folder: swapped)
+    launcher = LocalLauncher(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    with caplog.at_level(logging.WARNING):
+        await launcher.prepare()
+    assert launcher.minder_host is not None
+    assert launcher.minder_host.native is None
+    assert "could not open the native minder" in caplog.text
+    _, program = await _run(launcher, *gated(tmp_path / "a"))
+    assert "python" in os.path.basename(program)
+    launcher.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "sticky_child_owner", "safe"),
+    [
+        (0o755, None, True),
+        (0o775, None, False),  # a group may rename our folder away
+        (0o757, None, False),
+        (0o1777, "ours", True),  # /tmp: others may not rename what is ours
+    ],
+)
+def test_a_cache_folder_under_a_folder_others_may_change_is_refused(
+    tmp_path, caplog, mode, sticky_child_owner, safe
+):
+    above = tmp_path / "above"
+    above.mkdir()
+    above.chmod(mode)
+    try:
+        with caplog.at_level(logging.WARNING, logger=native.__name__):
+            built = native.native_minder(above / "cache")
+    finally:
+        above.chmod(0o755)
+    assert (built is not None) is safe
+    if not safe:
+        assert "is not safe for the native minder" in caplog.text
+        assert f"others may write to {above}" in caplog.text
