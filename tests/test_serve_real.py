@@ -87,3 +87,4 @@ def test_serve_command_stops_on_sigterm_and_holds_the_lock(tmp_path: Path) -> No
         built = [p.name for p in (tmp_path / "state" / "minder").iterdir()]
         assert len(built) == 1 and built[0].startswith("pysched-minder-"), built
         assert "built the native minder" in err
+        assert "minder host started" in err and "native minders" in err

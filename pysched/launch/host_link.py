@@ -363,10 +363,12 @@ class MinderHost:
                 self.native.path,
             )
             self.native = None
-        log.debug(
-            "minder host started, pid %d, %s minders",
+        log.info(
+            "minder host started (pid %d): %s",
             process.pid,
-            "forked" if self.native is None else f"native ({self.native.path})",
+            "forked Python minders"
+            if self.native is None
+            else f"native minders ({self.native.path})",
         )
         return link
 
