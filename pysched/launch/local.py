@@ -501,7 +501,9 @@ class LocalLauncher:
         native_minder: bool | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        self.log_dir = Path(log_dir)
+        # absolute (and normal) once: a minder host keeps the working folder it was started
+        # in, and every attempt's paths are built from this
+        self.log_dir = Path(os.path.abspath(log_dir))
         self.python = python
         self.base_env = dict(base_env) if base_env is not None else None
         if minder_host is None:
@@ -545,24 +547,24 @@ class LocalLauncher:
         minder that may exist is always handed back, never left without an owner.
         """
         paths = _Paths.of(self.log_dir, spec)
+        marker = paths.spawned
         env = dict(os.environ if self.base_env is None else self.base_env)
         env.update(spec.env)
         job: dict[str, Any] = {
             "argv": list(spec.argv),
             "env": env,
             "cwd": str(spec.cwd) if spec.cwd is not None else None,
-            # absolute: a minder host keeps the working folder it was started in
-            "stdout": os.path.abspath(paths.out),
-            "stderr": os.path.abspath(paths.err),
-            "started": os.path.abspath(paths.spawned),  # the minder fills in the marker
-            "note": os.path.abspath(paths.note),
+            "stdout": str(paths.out),
+            "stderr": str(paths.err),
+            "started": str(marker),  # the minder fills in the marker
+            "note": str(paths.note),
             "redact": [[text, shown] for text, shown in spec.redact.items()],
         }
         if self._host is not None:
             with trio.CancelScope(shield=True):
                 return await self._start_hosted(self._host, spec, paths, job)
         # marshal, not JSON: the minder reads it without importing json (start-up time).
-        request = _Spawn(job=marshal.dumps(job), marker=paths.spawned)
+        request = _Spawn(job=marshal.dumps(job), marker=marker)
         self._queue.append(request)
         with trio.CancelScope(shield=True):
             if self._draining:
@@ -584,7 +586,7 @@ class LocalLauncher:
         gone: HostGone | None = None
         for _ in range(_HOST_TRIES):
             try:
-                pid, start = await host.spawn(job, paths.spawned.absolute())
+                pid, start = await host.spawn(job, paths.spawned)
             except HostGone as exc:
                 gone = exc
                 found = await self.recover(spec, {})
