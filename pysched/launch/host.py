@@ -125,7 +125,7 @@ def _become_minder(job: "dict[str, Any]") -> "NoReturn":
 NATIVE_MAGIC = "pysched-minder 1"
 """The first field of a native minder's job, and what ``minder.c --check`` prints."""
 NATIVE_MAX_ITEMS = 1_000_000
-"""The most arguments or variables ``minder.c`` reads (more fail there as ``E2BIG`` anyway)."""
+"""The most arguments, variables or ``PATH`` entries ``minder.c`` reads in a list."""
 
 
 def _escaped(text: str) -> str:
@@ -153,6 +153,8 @@ def native_job(job: "dict[str, Any]") -> "bytes | None":
         program = argv[0]
         shown_program = shown.get(program, program)
         executables = minder._executables(program, env)  # pyright: ignore[reportPrivateUsage]
+        if len(executables) > NATIVE_MAX_ITEMS:
+            return None
         fields = [
             NATIVE_MAGIC,
             *paths,

@@ -501,9 +501,9 @@ class LocalLauncher:
         native_minder: bool | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        # absolute (and normal) once: a minder host keeps the working folder it was started
-        # in, and every attempt's paths are built from this
-        self.log_dir = Path(os.path.abspath(log_dir))
+        # absolute once (``..`` kept, as the kernel reads it, and as the API reads the logs): a
+        # minder host keeps the working folder it was started in
+        self.log_dir = Path(log_dir).absolute()
         self.python = python
         self.base_env = dict(base_env) if base_env is not None else None
         if minder_host is None:

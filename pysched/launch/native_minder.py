@@ -39,6 +39,7 @@ first one on the scheduler's ``PATH``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -75,6 +76,8 @@ CHECK_TIMEOUT = 10.0
 OLD_BUILD_DAYS = 7
 """Builds of other sources unused for this many days are removed."""
 _PREFIX = "pysched-minder-"
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
+"""What ``link`` says where the file system has no hard links (or no more for this file)."""
 
 
 def native_minder_wanted() -> bool:
@@ -99,7 +102,11 @@ def find_compiler() -> list[str] | None:
     ``gcc`` and ``clang`` on ``PATH``), or None."""
     configured = os.environ.get("CC", "").strip()
     if configured:
-        return shlex.split(configured)
+        try:
+            return shlex.split(configured)
+        except ValueError as exc:
+            log.warning("$CC cannot be read as a command (%s): not building with it", exc)
+            return None
     for name in ("cc", "gcc", "clang"):
         found = shutil.which(name)
         if found is not None:
@@ -188,7 +195,8 @@ def _verified(program: Path, *, fresh: bool = False) -> NativeMinder | str:
         why = _runs(fd)
         if why is not None:
             return why
-        os.utime(fd)
+        with contextlib.suppress(OSError):  # a read-only folder: the build still serves
+            os.utime(fd)
         return NativeMinder(program, info.st_dev, info.st_ino)
     finally:
         os.close(fd)
@@ -212,7 +220,9 @@ def _compile(command: list[str], folder: Path) -> tuple[int, bytes]:
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            # a helper that left the session may hold the pipe open: do not wait for it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=5)
             return -1, f"no result within {BUILD_TIMEOUT:g} s".encode()
     return process.returncode, err
 
@@ -222,7 +232,10 @@ def _build(compiler: list[str], folder: Path, target: Path) -> NativeMinder | st
     start then skips the dynamic loader: about 0.2 ms less CPU an attempt), else dynamically;
     the result, or why there is none. A build another process finished meanwhile is taken as
     it is: a host may already run it (by device and inode)."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        return str(exc)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -245,6 +258,10 @@ def _build(compiler: list[str], folder: Path, target: Path) -> NativeMinder | st
             if isinstance(there, NativeMinder):
                 return there  # built meanwhile by another process
             tmp.replace(target)  # what is there is not a minder we would run
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            tmp.replace(target)  # a file system without hard links: rename it in place
         return NativeMinder(target, found.device, found.inode)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
@@ -255,11 +272,13 @@ def _build(compiler: list[str], folder: Path, target: Path) -> NativeMinder | st
 
 def _remove_older_builds(folder: Path, keep: Path) -> None:
     """Remove builds of earlier sources not used for ``OLD_BUILD_DAYS`` (another version of
-    pysched may share the folder; a minder still running keeps its program while it runs)."""
+    pysched may share the folder; a minder still running keeps its program while it runs), and
+    temporary files as old."""
     cutoff = time.time() - OLD_BUILD_DAYS * 86400
     with contextlib.suppress(OSError):
         for path in folder.iterdir():
-            if not path.name.startswith(_PREFIX) or path == keep:
+            # builds, and temporary files a killed build left (a build under way is young)
+            if not path.name.startswith((_PREFIX, f".{_PREFIX}")) or path == keep:
                 continue
             with contextlib.suppress(OSError):
                 if path.lstat().st_mtime < cutoff:
@@ -288,7 +307,26 @@ def native_minder(cache_dir: Path) -> NativeMinder | None:
     with _BUILDING:
         if folder in _FAILED:
             return None
-        return _found_or_built(folder, target)
+        try:
+            return _found_or_built(folder, target)
+        except Exception as exc:  # never in the way of starting attempts: fork instead
+            _FAILED[folder] = str(exc)
+            log.warning(
+                "minders are forked Python processes: the native minder in %s failed: %s",
+                folder,
+                exc,
+            )
+            return None
+
+
+def _make_private_folders(folder: Path) -> None:
+    """Make ``folder`` and every missing folder above it with mode 0700 (with ``parents=True``
+    those above would get the umask's mode, group-writable under ``umask 002``, which the
+    check above refuses)."""
+    missing = [folder, *(above for above in folder.parents if not above.exists())]
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
 
 
 def _found_or_built(folder: Path, target: Path) -> NativeMinder | None:
@@ -300,7 +338,7 @@ def _found_or_built(folder: Path, target: Path) -> NativeMinder | None:
         )
         return None
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_private_folders(folder)
         private = _ours_and_private(folder.stat())
     except OSError as exc:
         log.warning("minders are forked Python processes: cannot make %s (%s)", folder, exc)

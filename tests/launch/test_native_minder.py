@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -111,10 +112,15 @@ def test_builds_of_other_sources_are_removed_once_unused_for_a_week(tmp_path):
     other = folder / "keep-me"
     other.write_bytes(b"")
     os.utime(other, (week_ago, week_ago))
+    left = folder / ".pysched-minder-2222222222222222.abc.tmp"  # from a killed build
+    left.write_bytes(b"half")
+    os.utime(left, (week_ago, week_ago))
+    under_way = folder / ".pysched-minder-3333333333333333.def.tmp"  # another build, now
+    under_way.write_bytes(b"")
     built = native.native_minder(folder)
     assert built is not None
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted([built.path.name, recent.name, "keep-me"])
+    assert names == sorted([built.path.name, recent.name, "keep-me", under_way.name])
 
 
 def test_without_a_compiler_minders_are_forked_and_it_says_so(tmp_path, monkeypatch, caplog):
@@ -284,3 +290,68 @@ def test_a_cache_folder_under_a_folder_others_may_change_is_refused(
     if not safe:
         assert "is not safe for the native minder" in caplog.text
         assert f"others may write to {above}" in caplog.text
+
+
+def test_a_read_only_cache_with_a_build_still_serves(tmp_path, monkeypatch):
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(native.os, "utime", read_only)
+    assert native.native_minder(tmp_path / "cache") == built
+
+
+def test_a_cache_where_no_file_can_be_made_means_forked_minders(tmp_path, monkeypatch, caplog):
+    def no_room(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(native.tempfile, "mkstemp", no_room)
+    with caplog.at_level(logging.WARNING, logger=native.__name__):
+        assert native.native_minder(tmp_path / "cache") is None
+    assert "No space left on device" in caplog.text
+
+
+def test_a_file_system_without_hard_links_takes_the_build_by_rename(tmp_path, monkeypatch):
+    def no_links(source: object, target: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(native.os, "link", no_links)
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    assert built.inode == built.path.stat().st_ino
+
+
+def test_missing_folders_above_the_cache_are_made_private_whatever_the_umask(tmp_path):
+    previous = os.umask(0o002)  # a per-user group: new folders group-writable by default
+    try:
+        built = native.native_minder(tmp_path / "a" / "b" / "cache")
+    finally:
+        os.umask(previous)
+    assert built is not None
+    for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "cache"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_cc_that_is_not_a_command_is_not_used(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("CC", 'gcc "')
+    with caplog.at_level(logging.WARNING, logger=native.__name__):
+        assert native.find_compiler() is None
+    assert "$CC cannot be read as a command" in caplog.text
+
+
+def test_anything_unforeseen_means_forked_minders_not_a_failed_start(tmp_path, monkeypatch, caplog):
+    def broken(folder: Path, target: Path) -> None:
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(native, "_found_or_built", broken)
+    with caplog.at_level(logging.WARNING, logger=native.__name__):
+        assert native.native_minder(tmp_path / "cache") is None
+    assert "something unforeseen" in caplog.text
+
+
+def test_a_job_whose_path_has_more_entries_than_the_native_minder_reads_is_forked(tmp_path):
+    job = job_for(tmp_path, ["prog"])
+    job["env"] = {"PATH": ":" * host.NATIVE_MAX_ITEMS}
+    assert host.native_job(job) is None
