@@ -355,3 +355,22 @@ def test_a_job_whose_path_has_more_entries_than_the_native_minder_reads_is_forke
     job = job_for(tmp_path, ["prog"])
     job["env"] = {"PATH": ":" * host.NATIVE_MAX_ITEMS}
     assert host.native_job(job) is None
+
+
+def test_where_the_c_library_cannot_be_linked_statically_the_build_is_dynamic(
+    tmp_path, monkeypatch
+):
+    compiler = native.find_compiler()
+    assert compiler is not None
+    fake = tmp_path / "no-static-cc"  # refuses -static, as a C library without libc.a does
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = -static ] && { echo "cannot find -lc" >&2; exit 1; }; '
+        "done\n"
+        f'exec {" ".join(compiler)} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    assert b"ld-linux" in built.path.read_bytes() or b"ld-musl" in built.path.read_bytes()
