@@ -57,6 +57,7 @@ exits when its standard input ends (the launcher closed it, or the scheduler die
 import gc
 import marshal
 import os
+import stat  # (loaded by os already: costs the host nothing)
 import sys
 
 TYPE_CHECKING = False
@@ -180,9 +181,15 @@ def native_job(job: "dict[str, Any]") -> "bytes | None":
     return b"".join(field + b"\0" for field in encoded)
 
 
-_ALL_SIGNALS = sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP})
-"""What ``posix_spawn`` sets to default in a native minder (the C library's own two, 32 and
-33, are not valid here: they stay ignored in the minder, which resets them for its command)."""
+def owned_privately(info: os.stat_result) -> bool:
+    """Whether a file or folder belongs to this user and no one else may write to it."""
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def private_file(info: os.stat_result) -> bool:
+    """Whether it is a regular file, this user's, that no one else may write to: the only kind
+    of native minder that is run."""
+    return stat.S_ISREG(info.st_mode) and owned_privately(info)
 
 
 def open_native(path: str, device: int, inode: int) -> "int | None":
@@ -195,12 +202,7 @@ def open_native(path: str, device: int, inode: int) -> "int | None":
     except OSError:
         return None
     info = os.fstat(fd)
-    if (
-        (info.st_dev, info.st_ino) != (device, inode)
-        or info.st_uid != os.geteuid()
-        or info.st_mode & 0o022
-        or (info.st_mode & 0o170000) != 0o100000  # a regular file
-    ):
+    if (info.st_dev, info.st_ino) != (device, inode) or not private_file(info):
         os.close(fd)
         return None
     return fd
@@ -223,7 +225,7 @@ def _spawn_native(program: int, request: bytes) -> int:
             ],
             setpgroup=0,
             setsigmask=(),
-            setsigdef=_ALL_SIGNALS,
+            setsigdef=minder.DEFAULTABLE_SIGNALS,  # 32 and 33 stay ignored: the minder resets them
         )
     except BaseException:
         os.close(write_end)

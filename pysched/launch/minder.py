@@ -168,6 +168,9 @@ LOG_FILE_MODE = 0o640
 anything, so other users of the machine may not read it; the scheduler's group may."""
 LOG_DIR_MODE = 0o750
 """Mode of the folders made in the log dir (the umask may narrow both)."""
+DEFAULTABLE_SIGNALS = sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP})
+"""Every signal that can be set back to its default (not glibc's own 32 and 33, which Python
+does not count as valid)."""
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 """How the minder opens the command's output files."""
 
@@ -304,9 +307,8 @@ def _child(
         # every signal back to its default, so the command inherits none ignored (nohup's
         # SIGHUP, the scheduler's own SIGPIPE) or blocked; the C library's own two (32 and
         # 33) are out of Python's reach: the native minder resets those too
-        for signum in _signal.valid_signals():
-            if signum not in (_signal.SIGKILL, _signal.SIGSTOP):
-                _signal.signal(signum, _signal.SIG_DFL)
+        for signum in DEFAULTABLE_SIGNALS:
+            _signal.signal(signum, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         step = b"noexec"
         null = os.open(os.devnull, os.O_RDONLY)

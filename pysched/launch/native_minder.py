@@ -54,7 +54,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pysched.launch.host import NATIVE_MAGIC
+from pysched.launch.host import NATIVE_MAGIC, owned_privately, private_file
 
 __all__ = [
     "SOURCE",
@@ -128,11 +128,6 @@ class NativeMinder:
         return [str(self.path), str(self.device), str(self.inode)]
 
 
-def _ours_and_private(info: os.stat_result) -> bool:
-    """Whether a file or folder belongs to this user and no one else may write to it."""
-    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _unsafe_above(folder: Path) -> str | None:
     """Why someone else could rename ``folder`` (resolved) away and put one of their own in
     its place, or None: every folder above it must belong to root or this user and be
@@ -185,13 +180,11 @@ def _verified(program: Path, *, fresh: bool = False) -> NativeMinder | str:
         return str(exc)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if fresh and info.st_uid == os.geteuid():
+        if fresh and stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
             os.fchmod(fd, 0o700)
             info = os.fstat(fd)
-        if not _ours_and_private(info):
-            return "not this user's alone"
+        if not private_file(info):
+            return "not a regular file of this user's alone"
         why = _runs(fd)
         if why is not None:
             return why
@@ -285,36 +278,45 @@ def _remove_older_builds(folder: Path, keep: Path) -> None:
                     path.unlink()
 
 
-_FAILED: dict[Path, str] = {}
-"""Folders whose build failed in this process, and why: a host that restarts does not build
-again (nor log it again)."""
+class _Unavailable(Exception):
+    """Why the native minder cannot be used here; ``quiet`` (no compiler: nothing is wrong,
+    only slower) is logged at INFO, the rest at WARNING."""
+
+    def __init__(self, why: str, *, quiet: bool = False) -> None:
+        super().__init__(why)
+        self.quiet = quiet
+
+
+_NO_COMPILER = (
+    "no C compiler (cc, gcc, clang or $CC) to build the native minder; install one for cheaper "
+    "starts"
+)
+_FAILED: set[Path] = set()
+"""Folders where the native minder could not be had in this process: a host that restarts
+does not try (nor log) again."""
 _BUILDING = threading.Lock()
 """One build at a time in this process (two hosts starting together)."""
 
 
 def native_minder(cache_dir: Path) -> NativeMinder | None:
     """The native minder built from this version's ``minder.c`` in ``cache_dir``, built now if
-    need be; None (and logged) when it cannot be built or run here.
+    need be; None (and logged, once) when it cannot be had here. Never raises: nothing about
+    it may stop an attempt from starting.
 
     Blocks (a compiler may run for a second): for a worker thread."""
-    try:
-        source = SOURCE.read_bytes()
-    except OSError as exc:
-        log.warning("minders are forked Python processes: cannot read %s (%s)", SOURCE, exc)
-        return None
     folder = Path(os.path.realpath(cache_dir))  # checked and used as what it really is
-    target = folder / f"{_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}"
     with _BUILDING:
         if folder in _FAILED:
             return None
         try:
-            return _found_or_built(folder, target)
-        except Exception as exc:  # never in the way of starting attempts: fork instead
-            _FAILED[folder] = str(exc)
-            log.warning(
-                "minders are forked Python processes: the native minder in %s failed: %s",
-                folder,
-                exc,
+            return _found_or_built(folder)
+        except Exception as exc:  # _Unavailable, or anything unforeseen
+            _FAILED.add(folder)
+            quiet = isinstance(exc, _Unavailable) and exc.quiet
+            log.log(
+                logging.INFO if quiet else logging.WARNING,
+                "minders are forked Python processes: %s",
+                exc if isinstance(exc, _Unavailable) else f"the native minder in {folder}: {exc}",
             )
             return None
 
@@ -329,54 +331,42 @@ def _make_private_folders(folder: Path) -> None:
             path.mkdir(mode=0o700)
 
 
-def _found_or_built(folder: Path, target: Path) -> NativeMinder | None:
+def _found_or_built(folder: Path) -> NativeMinder:
+    """The checked native minder in ``folder``, built if need be; raises ``_Unavailable``."""
+    try:
+        source = SOURCE.read_bytes()
+    except OSError as exc:
+        raise _Unavailable(f"cannot read {SOURCE} ({exc})") from None
+    target = folder / f"{_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}"
     compiler = find_compiler()
     if compiler is None and not target.exists():
-        log.info(
-            "minders are forked Python processes: no C compiler (cc, gcc, clang or $CC) to "
-            "build the native minder; install one for cheaper starts"
-        )
-        return None
+        raise _Unavailable(_NO_COMPILER, quiet=True)
     try:
         _make_private_folders(folder)
-        private = _ours_and_private(folder.stat())
+        info = folder.stat()
     except OSError as exc:
-        log.warning("minders are forked Python processes: cannot make %s (%s)", folder, exc)
-        return None
+        raise _Unavailable(f"cannot make {folder} ({exc})") from None
     unsafe = _unsafe_above(folder)  # once it exists: a folder made meanwhile by another
     if unsafe is not None:  # user in /tmp is caught here
-        log.warning(
-            "minders are forked Python processes: %s is not safe for the native minder (%s: "
-            "others could put a program of theirs in its place); set PYSCHED_MINDER_CACHE to "
-            "a folder only this user and root can change",
-            folder,
-            unsafe,
+        raise _Unavailable(
+            f"{folder} is not safe for the native minder ({unsafe}: others could put a "
+            "program of theirs in its place); set PYSCHED_MINDER_CACHE to a folder only this "
+            "user and root can change"
         )
-        return None
-    if not private:
-        log.warning(
-            "minders are forked Python processes: %s is not this user's alone (others may "
-            "write to it); make it so, or set PYSCHED_MINDER_CACHE to another folder",
-            folder,
+    if not owned_privately(info):
+        raise _Unavailable(
+            f"{folder} is not this user's alone (others may write to it); make it so, or set "
+            "PYSCHED_MINDER_CACHE to another folder"
         )
-        return None
     found = _verified(target)
     if isinstance(found, NativeMinder):
         return found
     if compiler is None:
-        log.info(
-            "minders are forked Python processes: no C compiler (cc, gcc, clang or $CC) to "
-            "build the native minder again (%s: %s)",
-            target,
-            found,
-        )
-        return None
+        raise _Unavailable(f"{_NO_COMPILER} ({target}: {found})", quiet=True)
     began = time.monotonic()
     built = _build(compiler, folder, target)
     if isinstance(built, str):
-        _FAILED[folder] = built
-        log.warning("minders are forked Python processes: cannot build %s: %s", SOURCE.name, built)
-        return None
+        raise _Unavailable(f"cannot build {SOURCE.name}: {built}")
     log.info("built the native minder %s in %.2f s", target, time.monotonic() - began)
     _remove_older_builds(folder, target)
     return built

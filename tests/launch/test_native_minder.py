@@ -342,7 +342,7 @@ def test_a_cc_that_is_not_a_command_is_not_used(tmp_path, monkeypatch, caplog):
 
 
 def test_anything_unforeseen_means_forked_minders_not_a_failed_start(tmp_path, monkeypatch, caplog):
-    def broken(folder: Path, target: Path) -> None:
+    def broken(folder: Path) -> None:
         raise RuntimeError("something unforeseen")
 
     monkeypatch.setattr(native, "_found_or_built", broken)
