@@ -65,6 +65,7 @@ from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
 from pysched.engine.runs import Run
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
+from pysched.launch import minder
 from pysched.launch.base import AttemptSpec
 from pysched.launch.local import LocalLauncher
 from pysched.store import Store
@@ -228,12 +229,8 @@ async def launcher_alone(jobs: int, tmp: Path) -> dict:
 
 def process_cpu_s(pid: int | None) -> float:
     """CPU seconds process ``pid`` has used (``/proc/<pid>/stat`` utime + stime), 0 if none."""
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-    except OSError:
+    fields = minder.proc_stat(pid) if pid is not None else None
+    if fields is None:  # ([0] is field 3: utime and stime, fields 14 and 15, are [11] and [12])
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

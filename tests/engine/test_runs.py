@@ -41,12 +41,16 @@ def made(attempts: int, reason: str, forced: bool, next_try: bool) -> Run:
     return run
 
 
-@given(
+any_run = given(
     attempts=st.integers(0, 3),
     reason=st.text(max_size=20),
     forced=st.booleans(),
     next_try=st.booleans(),
 )
+"""The arguments of ``made``, drawn by hypothesis."""
+
+
+@any_run
 def test_a_run_reads_back_as_it_was_written(
     attempts: int, reason: str, forced: bool, next_try: bool
 ) -> None:
@@ -100,12 +104,7 @@ def test_runs_read_back_share_their_run_date() -> None:
     assert first.run_date is second.run_date
 
 
-@given(
-    attempts=st.integers(0, 3),
-    reason=st.text(max_size=20),
-    forced=st.booleans(),
-    next_try=st.booleans(),
-)
+@any_run
 def test_a_refrozen_run_is_the_same_run_and_changes_again(
     attempts: int, reason: str, forced: bool, next_try: bool
 ) -> None:
