@@ -4,6 +4,7 @@ lays it out. The tests of what a minder does run against both (``kind``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 import os
@@ -18,15 +19,26 @@ from pathlib import Path
 import pytest
 
 from pysched.launch import host, minder
-from pysched.launch.native_minder import cache_dir_for, find_compiler, native_minder
+from pysched.launch.native_minder import (
+    NativeMinder,
+    cache_dir_for,
+    find_compiler,
+    native_minder,
+)
 
 SECRET = "s3cret-value-9f2c"
+
+
+@functools.cache
+def built_once() -> NativeMinder | None:
+    """The suite's native minder, found (or built) and checked once for the run."""
+    return native_minder(cache_dir_for())
 
 
 def require_native_minder() -> None:
     """Skip the test where the native minder cannot be built here (no compiler, no C library
     headers), saying why; with ``PYSCHED_REQUIRE_NATIVE_MINDER=1`` (CI), fail instead."""
-    if native_minder(cache_dir_for()) is not None:
+    if built_once() is not None:
         return
     why = "no C compiler" if find_compiler() is None else "its build failed (see the log)"
     if os.environ.get("PYSCHED_REQUIRE_NATIVE_MINDER") == "1":
@@ -37,14 +49,14 @@ def require_native_minder() -> None:
 @pytest.fixture(scope="session")
 def native_program() -> Path:
     require_native_minder()
-    built = native_minder(cache_dir_for())
+    built = built_once()
     assert built is not None
     return built.path
 
 
 def spawn_native(job: dict[str, object]) -> int:
     """Start the native minder for ``job`` as the host does; wait for it; its exit status."""
-    built = native_minder(cache_dir_for())
+    built = built_once()
     assert built is not None
     request = host.native_job(job)
     assert request is not None
@@ -82,7 +94,7 @@ def job_for(tmp_path: Path, argv: list[str], **extra: object) -> dict[str, objec
 
 def minder_argv(kind: str = "python") -> list[str]:
     if kind == "native":
-        built = native_minder(cache_dir_for())
+        built = built_once()
         assert built is not None
         return [str(built.path)]
     return [sys.executable, "-I", "-S", str(Path(minder.__file__)), "-"]
