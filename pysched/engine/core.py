@@ -149,7 +149,7 @@ class EngineCore:
         """How to put back this pass's changes to state other than runs, if the commit fails."""
         self._dependency_only: dict[str, list[str]] = {}
         # per loop pass: runs changed (with their committed copy), records, effects
-        self._dirty: dict[str, dict[str, Any] | None] = {}
+        self._dirty: dict[str, Mapping[str, Any] | None] = {}
         self._records: list[Record] = []
         self._effects: list[Callable[[], object]] = []
         self._events_due: list[tuple[datetime, str, Mapping[str, Any]]] = []
@@ -555,7 +555,7 @@ class EngineCore:
             if run.run_id not in self.book:
                 self._dirty[run.run_id] = None
             else:
-                if run.committed is None:  # restored from the journal, never changed since
+                if run.committed is None:  # made by hand, never committed (tests)
                     run.committed = run.to_data()
                 self._dirty[run.run_id] = run.committed
 

@@ -216,8 +216,9 @@ class Run:
         self._attempt_data: list[tuple[Attempt, dict[str, Any]]] = []
         self._frozen = False
         """True for a run read back by ``from_data`` whose other fields are not read yet."""
-        self.committed: dict[str, Any] | None = None
-        """The run as last written to the journal (the engine's fail-stop goes back to it)."""
+        self.committed: Mapping[str, Any] | None = None
+        """The run as last written to the journal, or as read back from it (the engine's
+        fail-stop goes back to it; the API shows it). Never changed: a commit replaces it."""
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -274,6 +275,16 @@ class Run:
             "ended": self.ended_at.isoformat() if self.ended_at else None,
         }
 
+    def record(self) -> Mapping[str, Any]:
+        """The run in its journal record's form, without building its objects: what was last
+        committed of it (``committed``), or ``to_data`` for a run never committed (made by
+        hand, or new in a pass not yet committed). Between the engine's passes
+        (``Engine.committed``) that is the run as it is. The same object until the next
+        commit of the run, so a reader may cache what it makes of it by identity; never
+        change it."""
+        committed = self.committed
+        return committed if committed is not None else self.to_data()
+
     def _frozen_data(self) -> dict[str, Any]:
         """``to_data`` of a run not thawed since it was read: its record, with whatever has
         been set since (a snapshot writes every live run; it need not parse them all)."""
@@ -325,11 +336,11 @@ class Run:
         run._fixed = data  # to_data overrides every key that can change, so the record
         # itself serves as the fixed part (it is never mutated: records are immutable)
         # (``_attempt_data`` is left unset: whatever sets ``_attempts`` sets it too)
-        run.committed = None
+        run.committed = data
         run._frozen = True
         return run
 
-    def refreeze(self, data: dict[str, Any]) -> None:
+    def refreeze(self, data: Mapping[str, Any]) -> None:
         """Go back to the form ``from_data`` gives, from ``data``: this run's ``to_data`` as
         just committed. A finished run then keeps only its record until something reads it
         again, as after a restart; most finished runs are never looked at again (about 0.9 KB

@@ -19,56 +19,53 @@ import trio
 from pysched.config.model import Job
 from pysched.engine.book import Book
 from pysched.engine.events import Event
-from pysched.engine.runs import Attempt, AttemptOutcome, Run, RunState
+from pysched.engine.runs import AttemptOutcome, Run, RunState
 
 TYPICAL_SAMPLE = 20
 """How many of a job's latest succeeded runs its typical duration is the median of."""
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def attempt_view(attempt: Attempt) -> dict[str, Any]:
+def attempt_view(attempt: Mapping[str, Any]) -> dict[str, Any]:
+    """An attempt as the API shows it, from its part of the run's record."""
+    outcome = attempt.get("out") or None
     return {
-        "number": attempt.number,
-        "started_at": attempt.started_at.isoformat(),
-        "ended_at": _iso(attempt.ended_at),
-        "exit_code": attempt.exit_code,
-        "signal": attempt.signal,
-        "outcome": attempt.outcome.value if attempt.outcome else None,
-        "message": attempt.message,
-        "has_log": attempt.outcome is not AttemptOutcome.START_FAILED,
+        "number": attempt["n"],
+        "started_at": attempt["start"],
+        "ended_at": attempt.get("end") or None,
+        "exit_code": attempt.get("code"),
+        "signal": attempt.get("sig"),
+        "outcome": outcome,
+        "message": str(attempt.get("msg") or ""),
+        "has_log": outcome != _START_FAILED,
     }
 
 
-def _ended_at(run: Run, last: Attempt | None) -> datetime | None:
-    """When a finished run ended: its last attempt's end if that ended it, else the instant
-    it was finished (cancelled while queued, marked successful, skipped)."""
-    if not run.state.finished:
-        return None
-    if last is not None and last.ended_at is not None and run.attempts_in_series > 0:
-        return last.ended_at  # an attempt of its current series ended it
-    return run.ended_at
+_START_FAILED = AttemptOutcome.START_FAILED.value
+_FINISHED = frozenset(state.value for state in RunState if state.finished)
 
 
-def _series_start(run: Run) -> datetime:
+def _series_start(record: Mapping[str, Any]) -> str:
     """When the run's current series of attempts began (a rerun or force starts a new one:
-    the time an operator took to rerun is not the job's)."""
-    attempts = run.attempts
-    return attempts[min(run.series_start, len(attempts) - 1)].started_at
+    the time an operator took to rerun is not the job's); the record has attempts."""
+    attempts = record["attempts"]
+    return attempts[min(record.get("series") or 0, len(attempts) - 1)]["start"]
 
 
-def run_duration(run: Run, now: datetime) -> float | None:
+def _seconds(start: str, end: str | datetime) -> float:
+    if not isinstance(end, datetime):
+        end = datetime.fromisoformat(end)
+    return (end - datetime.fromisoformat(start)).total_seconds()
+
+
+def run_duration(record: Mapping[str, Any], now: datetime) -> float | None:
     """Seconds from the first attempt of the run's current series to its last attempt's end
     once the run has finished, to ``now`` while it is still going (running, waiting to try
     again, held between attempts); None before it started."""
-    if not run.attempts:
+    attempts = record.get("attempts")
+    if not attempts:
         return None
-    start = _series_start(run)
-    last = run.attempts[-1]
-    end = last.ended_at if run.state.finished and last.ended_at is not None else now
-    return max(0.0, (end - start).total_seconds())
+    end = attempts[-1].get("end") if record["state"] in _FINISHED else None
+    return max(0.0, _seconds(_series_start(record), end or now))
 
 
 class TypicalDurations:
@@ -77,7 +74,8 @@ class TypicalDurations:
 
     Worked out at most once per ``max_age`` seconds per job and shared by every request (a
     list of a hundred runs asks for the same few jobs again and again; a statistic a few
-    seconds old is as good as a fresh one).
+    seconds old is as good as a fresh one). Read from the runs' records, so it builds none
+    of their objects.
     """
 
     def __init__(self, book: Book, *, max_age: float = 5.0) -> None:
@@ -92,42 +90,57 @@ class TypicalDurations:
             return known[1]
         durations: list[float] = []
         for run in reversed(self._book.runs_of_job(job)):
-            if run.state is RunState.SUCCEEDED:
-                attempts = run.attempts
-                last = attempts[-1] if attempts else None
-                # a run marked successful whose attempts all failed says nothing of the job
-                if (
-                    last is not None
-                    and last.ended_at is not None
-                    and last.outcome is AttemptOutcome.SUCCEEDED
-                ):
-                    durations.append((last.ended_at - _series_start(run)).total_seconds())
-                    if len(durations) == TYPICAL_SAMPLE:
-                        break
+            if run.state is not RunState.SUCCEEDED:
+                continue
+            record = run.record()
+            attempts = record.get("attempts")
+            # a run marked successful whose attempts all failed says nothing of the job
+            if (
+                attempts
+                and (end := attempts[-1].get("end"))
+                and attempts[-1].get("out") == (_SUCCEEDED)
+            ):
+                durations.append(_seconds(_series_start(record), end))
+                if len(durations) == TYPICAL_SAMPLE:
+                    break
         typical = statistics.median(durations) if durations else None
         self._known[job] = (now, typical)
         return typical
 
 
-def _run_fields(run: Run) -> dict[str, Any]:
-    """Everything of a run's view but the two figures that change with time."""
-    attempts = run.attempts
-    last = attempts[-1] if attempts else None
+_SUCCEEDED = AttemptOutcome.SUCCEEDED.value
+
+
+def _ended_at(record: Mapping[str, Any]) -> str | None:
+    """When a finished run ended: its last attempt's end if that ended it, else the instant
+    it was finished (cancelled while queued, marked successful, skipped)."""
+    if record["state"] not in _FINISHED:
+        return None
+    attempts = record.get("attempts") or ()
+    if attempts and attempts[-1].get("end") and len(attempts) > (record.get("series") or 0):
+        return attempts[-1]["end"]  # an attempt of its current series ended it
+    return record.get("ended") or None
+
+
+def run_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything of a run's view but the two figures that change with time, from its record
+    (``Run.record``): the journal's short keys spelled out, its timestamps as written."""
+    attempts = record.get("attempts") or ()
     return {
-        "run_id": run.run_id,
-        "job": run.job,
-        "run_date": run.run_date.isoformat(),
-        "n": run.n,
-        "state": run.state.value,
-        "reason": run.reason,
-        "trigger": run.trigger.value,
-        "upstream": run.upstream,
-        "created_at": run.created_at.isoformat(),
-        "scheduled_for": run.scheduled_for.isoformat(),
-        "next_try_at": _iso(run.next_try_at),
-        "forced": run.forced,
-        "started_at": _iso(attempts[0].started_at) if attempts else None,
-        "ended_at": _iso(_ended_at(run, last)),
+        "run_id": record["id"],
+        "job": record["job"],
+        "run_date": record["date"],
+        "n": record["n"],
+        "state": record["state"],
+        "reason": record.get("reason") or "",
+        "trigger": record["trigger"],
+        "upstream": record.get("upstream"),
+        "created_at": record["created"],
+        "scheduled_for": record["for"],
+        "next_try_at": record.get("next_try") or None,
+        "forced": bool(record.get("forced")),
+        "started_at": attempts[0]["start"] if attempts else None,
+        "ended_at": _ended_at(record),
         "attempts": [attempt_view(attempt) for attempt in attempts],
     }
 
@@ -136,9 +149,12 @@ class RunViews:
     """Runs as the API shows them, each encoded once per change and reused: a list of a
     hundred runs is then a hundred byte strings joined, not six hundred timestamps formatted.
 
-    A cached view is keyed by everything in it that can change (state, reason, the attempts,
-    the next try, forced), so a change is never served stale; at most ``size`` are kept. The
-    cache holds JSON bytes, which the cyclic garbage collector does not track: a cache of
+    A view is made from the run's journal record (``Run.record``): the timestamps are already
+    text there, and a run read back from the journal need not build its objects (most are
+    finished and are only ever looked at). A record is replaced, never changed, at each
+    commit of its run, so a cached view is kept with the record it was made from and used
+    while that is still the run's: a change is never served stale. At most ``size`` are kept.
+    The cache holds JSON bytes, which the cyclic garbage collector does not track: a cache of
     dicts held about five tracked objects per run, and full collections over them took tens of
     milliseconds of the loop.
     """
@@ -146,32 +162,30 @@ class RunViews:
     def __init__(self, typical: TypicalDurations, *, size: int = 20_000) -> None:
         self.typical = typical
         self._size = size
-        self._cache: OrderedDict[str, tuple[tuple[Any, ...], bytes]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Mapping[str, Any], bytes]] = OrderedDict()
 
     def encoded(self, run: Run, now: datetime) -> bytes:
         """The run's view as JSON (an object), as the API sends it."""
-        attempts = run.attempts
-        state = run.state
+        record = run.record()
+        attempts = record.get("attempts")
         # a finished run's duration no longer changes with time: encoded once, kept
-        fixed = state.finished and (not attempts or attempts[-1].ended_at is not None)
-        key = (state, run.reason, len(attempts), attempts[-1] if attempts else None)
-        key += (run.next_try_at, run.forced, run.ended_at)
+        fixed = record["state"] in _FINISHED and (not attempts or bool(attempts[-1].get("end")))
         cached = self._cache.get(run.run_id)
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] is record:
             self._cache.move_to_end(run.run_id)
             head = cached[1]
         else:
-            fields = _run_fields(run)
+            fields = run_fields(record)
             if fixed:
-                fields["duration_s"] = run_duration(run, now)
+                fields["duration_s"] = run_duration(record, now)
             head = orjson.dumps(fields, default=str)[:-1]  # without its closing brace
-            self._cache[run.run_id] = (key, head)
+            self._cache[run.run_id] = (record, head)
             if len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         typical = orjson.dumps(self.typical.of(run.job))
         if fixed:
             return b'%s,"typical_duration_s":%s}' % (head, typical)
-        duration = orjson.dumps(run_duration(run, now))
+        duration = orjson.dumps(run_duration(record, now))
         return b'%s,"duration_s":%s,"typical_duration_s":%s}' % (head, duration, typical)
 
     def fragment(self, run: Run, now: datetime) -> orjson.Fragment:

@@ -217,7 +217,7 @@ async def test_a_rerun_cancelled_before_its_attempt_ended_when_cancelled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """The run's end is the cancel, not the end of the previous series' last attempt."""
-    from pysched.web.views import _run_fields  # the API's view of a run
+    from pysched.web.views import run_fields  # the API's view of a run
 
     config = config_from(
         """
@@ -238,7 +238,8 @@ async def test_a_rerun_cancelled_before_its_attempt_ended_when_cancelled(
         assert up.state is RunState.QUEUED  # waiting for the pool
         await engine.cancel(up.run_id, by="ann")
         assert failed_at is not None
-        assert _run_fields(up)["ended_at"] == h.clock.now().isoformat() != failed_at.isoformat()
+        ended = run_fields(up.record())["ended_at"]
+        assert ended == h.clock.now().isoformat() != failed_at.isoformat()
 
 
 async def test_a_refusal_suggests_only_an_action_the_run_allows(
