@@ -17,6 +17,7 @@ import hypercorn.protocol
 import hypercorn.trio.run
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import RawData
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 from hypercorn.trio.tcp_server import TCPServer
@@ -58,9 +59,36 @@ class _Http11Only(H11Protocol):
     ``_OneConnection``); everything here is built and tested on HTTP/1.1.
     """
 
+    _head = b""
+
     async def _check_protocol(self, event: h11.Request) -> None:
         if event.http_version not in (b"1.1", b"1.0"):
             raise _NotHttp11(event.http_version.decode("ascii", "replace"))
+
+    async def _send_h11_event(self, event: Any) -> None:
+        """Send an answer of known length in one write: its head goes with its body.
+
+        hypercorn writes the head, the body and the (empty) end of an answer separately, each
+        a locked, shielded ``send_all``, a scheduler round and a system call that runs the
+        client's side of loopback TCP. The head of an answer with a ``Content-Length`` is held
+        until the body's first bytes; nothing is written for an empty end. A streamed answer
+        (an event stream, a followed log: no length) still sends its head at once.
+        """
+        try:
+            data = self.connection.send(event)
+        except h11.LocalProtocolError:
+            if self.connection.their_state != h11.ERROR:
+                raise
+            return
+        if type(event) is h11.Response and any(
+            name == b"content-length" for name, _ in event.headers
+        ):
+            self._head = data
+            return
+        if self._head:
+            data, self._head = self._head + data, b""
+        if data:
+            await self.send(RawData(data=data))
 
 
 class _NotHttp11(Exception):

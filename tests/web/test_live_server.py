@@ -138,6 +138,35 @@ async def test_the_api_over_http_with_an_event_stream_and_a_quick_stop(tmp_path:
     assert trio.current_time() - started < 3
 
 
+async def test_an_answer_of_known_length_goes_out_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hypercorn wrote each answer's head, body and empty end apart: three locked sends, each a
+    scheduler round and a system call. An answer with a length now goes in one; a streamed one
+    (events: no length) still sends its head at once, before anything happens."""
+    writes: list[bytes] = []
+    send_all = trio.SocketStream.send_all
+
+    async def recording(self: trio.SocketStream, data: bytes | bytearray | memoryview) -> None:
+        writes.append(bytes(data))
+        await send_all(self, data)
+
+    monkeypatch.setattr(trio.SocketStream, "send_all", recording)
+    async with live(tmp_path) as (_serving, client, nursery):
+        writes.clear()
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        answers = [w for w in writes if w.startswith(b"HTTP/1.1 ")]
+        assert len(answers) == 1
+        assert answers[0].endswith(b'\r\n\r\n{"status":"ok"}')
+        assert b"" not in writes
+        writes.clear()
+        async with client.stream("GET", "/api/v1/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            (head,) = [w for w in writes if w.startswith(b"HTTP/1.1 ")]
+            assert head.endswith(b"\r\n\r\n")  # the head alone, nothing held back
+        nursery.cancel_scope.cancel()
+
+
 class _FullDisk(Disk):
     def write(self, fd: int, data: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
