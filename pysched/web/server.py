@@ -10,7 +10,7 @@ shutdown for hypercorn's whole grace period.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import h11
 import hypercorn.protocol
@@ -59,7 +59,7 @@ class _Http11Only(H11Protocol):
     ``_OneConnection``); everything here is built and tested on HTTP/1.1.
     """
 
-    _head = b""
+    _head: bytes = b""
 
     async def _check_protocol(self, event: h11.Request) -> None:
         if event.http_version not in (b"1.1", b"1.0"):
@@ -75,11 +75,12 @@ class _Http11Only(H11Protocol):
         (an event stream, a followed log: no length) still sends its head at once.
         """
         try:
-            data = self.connection.send(event)
+            sent = cast("bytes | None", self.connection.send(event))  # None only for a close
         except h11.LocalProtocolError:
             if self.connection.their_state != h11.ERROR:
                 raise
             return
+        data = sent or b""
         if type(event) is h11.Response and any(
             name == b"content-length" for name, _ in event.headers
         ):
