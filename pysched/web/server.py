@@ -18,6 +18,7 @@ import hypercorn.trio.run
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import RawData
+from hypercorn.protocol.events import StreamClosed
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve  # pyright: ignore[reportUnknownVariableType]
 from hypercorn.trio.tcp_server import TCPServer
@@ -72,7 +73,7 @@ class _Http11Only(H11Protocol):
         a locked, shielded ``send_all``, a scheduler round and a system call that runs the
         client's side of loopback TCP. The head of an answer with a ``Content-Length`` is held
         until the body's first bytes; nothing is written for an empty end. A streamed answer
-        (an event stream, a followed log: no length) still sends its head at once.
+        (the event stream: no length) still sends its head at once.
         """
         try:
             sent = cast("bytes | None", self.connection.send(event))  # None only for a close
@@ -90,6 +91,13 @@ class _Http11Only(H11Protocol):
             data, self._head = self._head + data, b""
         if data:
             await self.send(RawData(data=data))
+
+    async def stream_send(self, event: Any) -> None:
+        if isinstance(event, StreamClosed) and self._head:
+            # the app ended its answer before any body: the head still goes, then the close
+            head, self._head = self._head, b""
+            await self.send(RawData(data=head))
+        await super().stream_send(event)
 
 
 class _NotHttp11(Exception):

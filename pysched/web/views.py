@@ -154,9 +154,11 @@ class RunViews:
     finished and are only ever looked at). A record is replaced, never changed, at each
     commit of its run, so a cached view is kept with the record it was made from and used
     while that is still the run's: a change is never served stale. At most ``size`` are kept.
-    The cache holds JSON bytes, which the cyclic garbage collector does not track: a cache of
+    The views are JSON bytes, which the cyclic garbage collector does not track: a cache of
     dicts held about five tracked objects per run, and full collections over them took tens of
-    milliseconds of the loop.
+    milliseconds of the loop. The record kept with a view is the run's own while the run is in
+    the book and unchanged; an entry for a run archived or changed since keeps its old record
+    (about 1.4 KB) until the view is made again or the entry is evicted.
     """
 
     def __init__(self, typical: TypicalDurations, *, size: int = 20_000) -> None:
