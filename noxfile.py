@@ -35,10 +35,11 @@ def docs(session: nox.Session) -> None:
     session.run("uv", "run", "mkdocs", "build", "--strict", external=True)
 
 
-FIRST_BENCHES = ("bench_concurrency", "bench_latency", "bench_chain")
-"""Run before the others: they create files by the hundred while timed, and on ext4 without a
-journal each new file costs more for about a minute after many were deleted (the other benches
-delete thousands of theirs when they end; see docs/benchmarks.md)."""
+FIRST_BENCHES = ("bench_machine", "bench_concurrency", "bench_latency", "bench_chain")
+"""Run before the others: the machine's own steadiness first, to read the rest against; then
+the benches that create files by the hundred while timed, as on ext4 without a journal each new
+file costs more for about a minute after many were deleted (the other benches delete thousands
+of theirs when they end; see docs/benchmarks.md)."""
 
 
 def _bench_order(script: Path) -> tuple[int, str]:

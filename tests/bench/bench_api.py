@@ -43,9 +43,11 @@ client), ``sse_deliver_s`` (release sent to the end marker at the last client),
 (``gc.callbacks``: a long tick that matches one is the collector, not the engine); and the goals
 as booleans.
 
-Run: ``uv run python tests/bench/bench_api.py [--rounds N] [--profile FILE]``. ``--profile``
-runs the server under cProfile (slower; for finding where the time goes, not for the figures)
-and prints its top functions.
+Run: ``uv run python tests/bench/bench_api.py [--rounds N] [--think-ms MS] [--profile FILE]
+[--rounds-of-loop]``. ``--profile`` runs the server under cProfile (slower; for finding where
+the time goes, not for the figures) and prints its top functions; ``--rounds-of-loop`` records
+the server loop's rounds over 4 ms with their longest task steps (``loop_rounds.py``: wall and
+CPU time, and a request's path) and prints the longest, by phase.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from typing import Any
 
 import httpx
 import trio
+from loop_rounds import LongRounds, print_longest
 
 HIST_JOBS = 100
 HIST_DAYS = 100
@@ -163,10 +166,10 @@ def write_history(state_dir: Path, today: date) -> list[str]:
 # ---- the server child -------------------------------------------------------------------------
 
 
-def serve_child(home: Path) -> None:
+def serve_child(home: Path, *, rounds: bool = False) -> None:
     """Serve ``home/pysched.yaml`` until SIGTERM (or SERVER_DEADLINE), with a 10 ms ticker;
     write the URL to ``home/url`` once listening and the ticker's samples to ``home/lags.json``
-    at the end."""
+    at the end (with ``rounds``, the loop's long rounds to ``home/rounds.json`` too)."""
     from pysched.config import load_config
     from pysched.config.model import Listen
     from pysched.launch.local import LocalLauncher
@@ -193,7 +196,11 @@ def serve_child(home: Path) -> None:
             await trio.sleep_until(intended)
             samples.append((time.monotonic(), (trio.current_time() - intended) * 1000))
 
+    long_rounds = LongRounds() if rounds else None
+
     async def main() -> None:
+        if long_rounds is not None:
+            trio.lowlevel.add_instrument(long_rounds)
         async with trio.open_nursery() as outer:
             outer.start_soon(ticker)
             with trio.move_on_after(SERVER_DEADLINE):
@@ -211,6 +218,8 @@ def serve_child(home: Path) -> None:
             outer.cancel_scope.cancel()
         (home / "lags.json").write_text(json.dumps(samples))
         (home / "gc.json").write_text(json.dumps(collections))
+        if long_rounds is not None:
+            (home / "rounds.json").write_text(json.dumps(long_rounds.rounds))
 
     trio.run(main)
 
@@ -586,10 +595,12 @@ def _count(values: Any) -> dict[str, int]:
 # ---- the parent: setup, the child's lifetime, the figures ------------------------------------
 
 
-def start_server(home: Path, profile: Path | None) -> subprocess.Popen[bytes]:
+def start_server(home: Path, profile: Path | None, rounds: bool) -> subprocess.Popen[bytes]:
     command = [sys.executable, __file__, "--serve", str(home)]
     if profile is not None:
         command += ["--profile", str(profile)]
+    if rounds:
+        command += ["--rounds-of-loop"]
     log = (home / "server.log").open("wb")
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -758,16 +769,21 @@ def main() -> None:
     )
     parser.add_argument("--sse-clients", type=int, default=SSE_CLIENTS)
     parser.add_argument("--profile", type=Path, help="run the server under cProfile into FILE")
+    parser.add_argument(
+        "--rounds-of-loop",
+        action="store_true",
+        help="record the server loop's rounds over 4 ms and print the longest (loop_rounds.py)",
+    )
     args = parser.parse_args()
     if args.serve is not None:
         if args.profile is None:
-            serve_child(args.serve)
+            serve_child(args.serve, rounds=args.rounds_of_loop)
         else:
             import cProfile
 
             with cProfile.Profile() as profiler:
                 try:
-                    serve_child(args.serve)
+                    serve_child(args.serve, rounds=args.rounds_of_loop)
                 finally:
                     profiler.dump_stats(args.profile)
         return
@@ -783,7 +799,7 @@ def main() -> None:
         run_ids = write_history(home / "state", datetime.now(UTC).date())
         say("history written; starting the server")
         t0 = time.monotonic()
-        server = start_server(home, args.profile)
+        server = start_server(home, args.profile, args.rounds_of_loop)
         try:
             url = wait_for_url(home, server)
             start_s = time.monotonic() - t0
@@ -794,6 +810,8 @@ def main() -> None:
         lags, gcs = home / "lags.json", home / "gc.json"
         samples = json.loads(lags.read_text()) if lags.exists() else []
         collections = json.loads(gcs.read_text()) if gcs.exists() else []
+        if (home / "rounds.json").exists():
+            print_longest(json.loads((home / "rounds.json").read_text()), result["phases"].windows)
         if args.profile is not None:
             stats = pstats.Stats(str(args.profile))
             stats.sort_stats("tottime").print_stats(30)
