@@ -21,6 +21,19 @@ class Book:
         have one run, which then needs no list of its own."""
         self._by_job: dict[str, list[Run]] = {}
         self._by_date: dict[date, list[Run]] = {}
+        self._versions: dict[str, int] = {}
+        """Per job, a number that grows whenever one of its runs is added, replaced, removed
+        or committed changed (``changed``): a reader may keep what it works out of a job's
+        runs for as long as it stays the same."""
+
+    def version_of(self, job: str) -> int:
+        """The job's version (see ``changed``); 0 for a job whose runs never changed since
+        the book was loaded."""
+        return self._versions.get(job, 0)
+
+    def changed(self, run: Run) -> None:
+        """Say that ``run`` changed (the engine calls it for each run it commits)."""
+        self._versions[run.job] = self._versions.get(run.job, 0) + 1
 
     def add(self, run: Run) -> None:
         if run.run_id in self._runs:
@@ -36,6 +49,7 @@ class Book:
             self._by_key[key] = [same, run]
         self._by_job.setdefault(run.job, []).append(run)
         self._by_date.setdefault(run.run_date, []).append(run)
+        self.changed(run)
 
     def load(self, runs: dict[str, Run]) -> None:
         """``replace`` with each of ``runs`` (by id) in turn, faster: a replay builds the book so.
@@ -87,6 +101,7 @@ class Book:
             raise ValueError(f"run {run.run_id} is not where its job and run date say")
         for index in (self._by_job[run.job], self._by_date[run.run_date]):
             index[index.index(old)] = run
+        self.changed(run)
 
     def remove(self, run: Run) -> None:
         del self._runs[run.run_id]
@@ -106,6 +121,7 @@ class Book:
         self._by_date[run.run_date].remove(run)
         if not self._by_date[run.run_date]:
             del self._by_date[run.run_date]
+        self.changed(run)
 
     def get(self, run_id: str) -> Run:
         """The run with that id; ``UnknownRunError`` (a ``LookupError``) if there is none."""

@@ -481,6 +481,7 @@ class EngineCore:
             return False
         for run, data in zip(changed, written, strict=True):
             run.committed = data  # the copy fail-stop goes back to
+            self.book.changed(run)
             if run.state.finished:  # (its attempt's watch went when the attempt ended)
                 run.refreeze(data)  # its record alone, until something reads it again
         self._dirty.clear()

@@ -50,15 +50,13 @@ class WebContext:
     stream_turns: Turns = field(default_factory=Turns)
     """Event streams write a few at a time, so a burst never holds the loop for long."""
     offload: Offload = in_worker_thread
-    typical_max_age: float = 5.0
-    """How long a job's typical duration is reused before it is worked out again."""
     _views: RunViews | None = field(default=None, init=False, repr=False)
 
     @property
     def views(self) -> RunViews:
         """Run views and typical job durations, shared by every request."""
         if self._views is None:
-            typical = TypicalDurations(self.engine.book, max_age=self.typical_max_age)
+            typical = TypicalDurations(self.engine.book)
             self._views = RunViews(typical)
         return self._views
 

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-import trio
 
 from pysched.config.model import Job
 from pysched.engine.book import Book
@@ -72,21 +71,19 @@ class TypicalDurations:
     """Each job's typical duration: the median of its latest succeeded runs (each from the
     start of the series of attempts that succeeded to its end).
 
-    Worked out at most once per ``max_age`` seconds per job and shared by every request (a
-    list of a hundred runs asks for the same few jobs again and again; a statistic a few
-    seconds old is as good as a fresh one). Read from the runs' records, so it builds none
-    of their objects.
+    Worked out once per change of the job's runs (``Book.version_of``) and shared by every
+    request: a list of a hundred runs asks for the same few jobs again and again. Read from
+    the runs' records, so it builds none of their objects.
     """
 
-    def __init__(self, book: Book, *, max_age: float = 5.0) -> None:
+    def __init__(self, book: Book) -> None:
         self._book = book
-        self._max_age = max_age
-        self._known: dict[str, tuple[float, float | None]] = {}
+        self._known: dict[str, tuple[int, float | None]] = {}
 
     def of(self, job: str) -> float | None:
-        now = trio.current_time()
+        version = self._book.version_of(job)
         known = self._known.get(job)
-        if known is not None and now - known[0] < self._max_age:
+        if known is not None and known[0] == version:
             return known[1]
         durations: list[float] = []
         for run in reversed(self._book.runs_of_job(job)):
@@ -104,7 +101,7 @@ class TypicalDurations:
                 if len(durations) == TYPICAL_SAMPLE:
                     break
         typical = statistics.median(durations) if durations else None
-        self._known[job] = (now, typical)
+        self._known[job] = (version, typical)
         return typical
 
 

@@ -136,3 +136,24 @@ def test_a_view_follows_each_commit_of_its_run() -> None:
     after = view(views, run)
     assert after["state"] == "succeeded"
     assert after["duration_s"] == (ended - run.attempts[0].started_at).total_seconds()
+
+
+def test_a_jobs_typical_duration_follows_every_change_of_its_runs() -> None:
+    """Worked out again when, and only when, one of the job's runs changed in the book: never a
+    few seconds stale, and not redone for every run of a list."""
+    first = made(RunState.SUCCEEDED, [AttemptOutcome.SUCCEEDED], 0, "exit 0")  # 30 s
+    book = Book()
+    book.add(first)
+    typical = TypicalDurations(book)
+    assert typical.of("ice") == 30.0
+    second = made(RunState.SUCCEEDED, [AttemptOutcome.FAILED, AttemptOutcome.SUCCEEDED], 1, "")
+    second.n = 3
+    second.run_id = "ice.2026-10-16.3"
+    book.add(second)  # a new run: its last attempt took 60 s
+    assert typical.of("ice") == 45.0
+    started = first.attempts[0].started_at
+    first.end_attempt(ended_at=started + timedelta(seconds=90))
+    first.committed = first.to_data()  # changed and committed, but the book not told
+    assert typical.of("ice") == 45.0  # so the figure is the one worked out before
+    book.changed(first)  # as the engine does for each run it commits
+    assert typical.of("ice") == 75.0
