@@ -556,9 +556,8 @@ class EngineCore:
             if run.run_id not in self.book:
                 self._dirty[run.run_id] = None
             else:
-                if run.committed is None:  # made by hand, never committed (tests)
-                    run.committed = run.to_data()
-                self._dirty[run.run_id] = run.committed
+                # what fail-stop goes back to (a run put in the book by hand has no commit yet)
+                self._dirty[run.run_id] = run.committed = run.record()
 
     def _move(self, run: Run, to: RunState, reason: str = "") -> None:
         self._touch(run)

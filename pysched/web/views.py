@@ -40,6 +40,7 @@ def attempt_view(attempt: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _START_FAILED = AttemptOutcome.START_FAILED.value
+_SUCCEEDED = AttemptOutcome.SUCCEEDED.value
 _FINISHED = frozenset(state.value for state in RunState if state.finished)
 
 
@@ -95,7 +96,7 @@ class TypicalDurations:
             if (
                 attempts
                 and (end := attempts[-1].get("end"))
-                and attempts[-1].get("out") == (_SUCCEEDED)
+                and attempts[-1].get("out") == _SUCCEEDED
             ):
                 durations.append(_seconds(_series_start(record), end))
                 if len(durations) == TYPICAL_SAMPLE:
@@ -103,9 +104,6 @@ class TypicalDurations:
         typical = statistics.median(durations) if durations else None
         self._known[job] = (version, typical)
         return typical
-
-
-_SUCCEEDED = AttemptOutcome.SUCCEEDED.value
 
 
 def _ended_at(record: Mapping[str, Any]) -> str | None:
