@@ -73,6 +73,7 @@ from typing import Any
 
 import httpx
 import trio
+from figures import percentile
 from loop_rounds import LongRounds, print_longest
 
 HIST_JOBS = 100
@@ -232,13 +233,6 @@ _T0 = time.monotonic()
 
 def say(text: str) -> None:
     print(f"[{time.monotonic() - _T0:6.1f} s] {text}", flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 @dataclass

@@ -60,6 +60,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import trio
+from figures import percentile
 
 from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
@@ -98,13 +99,6 @@ class Ticker:
 
     def lags_within(self, begun: float, seconds: float) -> list[float]:
         return [lag for lag, at in zip(self.lags, self.at) if at - begun <= seconds]
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def peak_overlap(intervals: list[tuple[float, float]]) -> int:

@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 import trio
+from figures import percentile
 
 from pysched.config import parse_config
 from pysched.engine import open_engine
@@ -45,11 +46,6 @@ jobs:
     overlap: allow          # a slow attempt must not hold the next firing back
     command: [date, "+%s.%N"]
 """
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def fire(firings: int, tmp: Path) -> dict:

@@ -21,16 +21,14 @@ import argparse
 import json
 import time
 
+from figures import percentile
+
 
 def chunk() -> int:
     total = 0
     for i in range(2_000):
         total += i * i
     return total
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -45,15 +43,14 @@ def main() -> None:
         chunk()
         cpu.append((time.thread_time() - before) * 1e6)
     wall_over_cpu = (time.perf_counter() - wall_start) / (time.thread_time() - cpu_start)
-    ordered = sorted(cpu)
-    median = percentile(ordered, 0.5)
+    median = percentile(cpu, 0.5)
     slow = sum(1 for value in cpu if value > 5 * median)
     figures = {
         "chunks": len(cpu),
         "chunk_p50_us": round(median),
-        "chunk_p99_us": round(percentile(ordered, 0.99)),
-        "chunk_p999_us": round(percentile(ordered, 0.999)),
-        "chunk_max_us": round(ordered[-1]),
+        "chunk_p99_us": round(percentile(cpu, 0.99)),
+        "chunk_p999_us": round(percentile(cpu, 0.999)),
+        "chunk_max_us": round(max(cpu)),
         "slow_chunks_pct": round(100 * slow / len(cpu), 2),
         "wall_over_cpu": round(wall_over_cpu, 3),
     }
