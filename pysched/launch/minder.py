@@ -175,15 +175,15 @@ _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 """How the minder opens the command's output files."""
 
 
-def make_folders(path: str) -> None:
-    """Make the folder ``path`` and every missing folder above it, each with ``LOG_DIR_MODE``.
+def make_folders(path: str, mode: int = LOG_DIR_MODE) -> None:
+    """Make the folder ``path`` and every missing folder above it, each with ``mode``.
 
     ``os.makedirs`` gives its mode to the last folder only: ``log_dir`` and the job's folder
     would get the umask's default (0755 under the usual 022), so every user could list the
     jobs and their runs."""
     path = path or "."
     try:
-        os.mkdir(path, LOG_DIR_MODE)
+        os.mkdir(path, mode)
     except FileExistsError:
         if not os.path.isdir(path):
             raise
@@ -191,9 +191,9 @@ def make_folders(path: str) -> None:
         parent = os.path.dirname(path.rstrip(os.sep))
         if not parent or parent == path:
             raise
-        make_folders(parent)
+        make_folders(parent, mode)
         try:
-            os.mkdir(path, LOG_DIR_MODE)
+            os.mkdir(path, mode)
         except FileExistsError:  # made meanwhile by another minder
             if not os.path.isdir(path):
                 raise

@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pysched.launch.host import NATIVE_MAGIC, owned_privately, private_file
+from pysched.launch.minder import make_folders
+from pysched.xdg import base_dir
 
 __all__ = [
     "SOURCE",
@@ -93,8 +95,7 @@ def cache_dir_for(given: Path | None = None) -> Path:
         return Path(override)
     if given is not None:
         return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pysched"
+    return base_dir("XDG_CACHE_HOME", ".cache") / "pysched"
 
 
 def find_compiler() -> list[str] | None:
@@ -321,16 +322,6 @@ def native_minder(cache_dir: Path) -> NativeMinder | None:
             return None
 
 
-def _make_private_folders(folder: Path) -> None:
-    """Make ``folder`` and every missing folder above it with mode 0700 (with ``parents=True``
-    those above would get the umask's mode, group-writable under ``umask 002``, which the
-    check above refuses)."""
-    missing = [folder, *(above for above in folder.parents if not above.exists())]
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
-
-
 def _found_or_built(folder: Path) -> NativeMinder:
     """The checked native minder in ``folder``, built if need be; raises ``_Unavailable``."""
     try:
@@ -342,7 +333,9 @@ def _found_or_built(folder: Path) -> NativeMinder:
     if compiler is None and not target.exists():
         raise _Unavailable(_NO_COMPILER, quiet=True)
     try:
-        _make_private_folders(folder)
+        # each missing folder 0700: with the umask's mode, those above would be group-writable
+        # under umask 002, which the check below refuses
+        make_folders(str(folder), 0o700)
         info = folder.stat()
     except OSError as exc:
         raise _Unavailable(f"cannot make {folder} ({exc})") from None
