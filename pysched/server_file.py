@@ -28,6 +28,7 @@ from typing import Any, TypeGuard
 
 from pysched.launch.minder import proc_start_ticks
 from pysched.tokens import write_private
+from pysched.xdg import base_dir
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,14 +58,7 @@ class Current:
 def current_path(env: Mapping[str, str] | None = None) -> Path:
     """Where ``current.json`` lives: under ``$XDG_STATE_HOME`` when that is an absolute path
     (the XDG spec says to ignore a relative one), else under ``~/.local/state``."""
-    env = os.environ if env is None else env
-    state_home = env.get("XDG_STATE_HOME", "")
-    if state_home and Path(state_home).is_absolute():
-        base = Path(state_home)
-    else:
-        home = env.get("HOME")
-        base = (Path(home) if home else Path.home()) / ".local" / "state"
-    return base / "pysched" / "current.json"
+    return base_dir("XDG_STATE_HOME", ".local/state", env) / "pysched" / "current.json"
 
 
 def write_current(

@@ -169,6 +169,9 @@ def test_the_cache_folder_comes_from_the_environment_then_the_caller_then_the_us
     assert native.cache_dir_for(tmp_path / "given") == tmp_path / "given"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert native.cache_dir_for() == tmp_path / "xdg" / "pysched"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # the XDG spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert native.cache_dir_for() == tmp_path / "home" / ".cache" / "pysched"
 
 
 async def test_the_launcher_uses_it_unless_told_not_to(tmp_path, monkeypatch):
