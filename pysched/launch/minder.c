@@ -21,21 +21,11 @@
  *
  * "--check" as the only argument prints "pysched-minder 1" and exits 0: how the builder
  * checks that a built minder runs here (a noexec mount, say).
+ *
+ * Numbers and times are written by the small helpers below, not printf: built freestanding
+ * (minder_sys.h) there is no C library to call.
  */
-#define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "minder_sys.h" /* the C library, or the few system calls it makes without one */
 
 #define WIRE_MAGIC "pysched-minder 1"
 #define NOTE_VERSION 1
@@ -82,7 +72,9 @@ static void grow(text *t, size_t more) {
     while (cap < t->len + more + 1) cap *= 2;
     char *data = realloc(t->data, cap);
     if (!data) {
-        dprintf(2, "minder: out of memory\n");
+        static const char message[] = "minder: out of memory\n";
+        if (write(2, message, sizeof message - 1) < 0) { /* nowhere else to say it */
+        }
         _exit(1);
     }
     t->data = data;
@@ -97,10 +89,48 @@ static void add(text *t, const char *s) {
     t->data[t->len] = '\0';
 }
 
-static void add_int(text *t, long long value) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", value);
-    add(t, buf);
+/* value in decimal, at least width digits (zeros in front) */
+static void add_padded(text *t, long long value, int width) {
+    char buf[32], *end = buf + sizeof buf, *p = end;
+    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        *--p = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude || end - p < width);
+    if (value < 0) *--p = '-';
+    grow(t, (size_t)(end - p));
+    memcpy(t->data + t->len, p, (size_t)(end - p));
+    t->len += (size_t)(end - p);
+    t->data[t->len] = '\0';
+}
+
+static void add_int(text *t, long long value) { add_padded(t, value, 1); }
+
+/* A decimal integer (an optional minus, then digits) from *s, which is moved past it; -1 when
+ * there are no digits or too many. */
+static int parse_int(const char **s, long long *value) {
+    const char *p = *s;
+    int negative = *p == '-';
+    if (negative) p++;
+    if (*p < '0' || *p > '9') return -1;
+    unsigned long long magnitude = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (magnitude > 99999999999999999ULL) return -1;
+        magnitude = magnitude * 10 + (unsigned long long)(*p - '0');
+    }
+    *value = negative ? -(long long)magnitude : (long long)magnitude;
+    *s = p;
+    return 0;
+}
+
+/* Words to standard error, as one line (second may be NULL). */
+static void say(const char *first, const char *second) {
+    text line = {0};
+    add(&line, first);
+    if (second) add(&line, second);
+    add(&line, "\n");
+    if (write(2, line.data, line.len) < 0) { /* nowhere else to say it */
+    }
 }
 
 /* ---- what the job says ------------------------------------------------------------------ */
@@ -133,11 +163,10 @@ static char *field(text *buf, size_t *at) {
 }
 
 static char **list(text *buf, size_t *at) {
-    char *count = field(buf, at);
+    const char *count = field(buf, at);
     if (!count) return NULL;
-    char *rest;
-    long n = strtol(count, &rest, 10);
-    if (*count == '\0' || *rest != '\0' || n < 0 || n > 1000000) return NULL;
+    long long n;
+    if (parse_int(&count, &n) < 0 || *count != '\0' || n < 0 || n > 1000000) return NULL;
     char **items = calloc((size_t)n + 1, sizeof *items);
     if (!items) return NULL;
     for (long i = 0; i < n; i++)
@@ -172,10 +201,13 @@ static int read_job(job_t *job) {
 
 /* The start time of pid ("self" when 0) in clock ticks since boot, or -1. */
 static long long proc_start_ticks(pid_t pid) {
-    char path[64], data[4096];
-    if (pid) snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    else snprintf(path, sizeof path, "/proc/self/stat");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char data[4096];
+    text path = {0};
+    add(&path, "/proc/");
+    if (pid) add_int(&path, pid);
+    else add(&path, "self");
+    add(&path, "/stat");
+    int fd = open(path.data, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t n = read(fd, data, sizeof data - 1);
     close(fd);
@@ -191,10 +223,9 @@ static long long proc_start_ticks(pid_t pid) {
             if (!*p) return -1;
         }
     }
-    char *end;
-    errno = 0;
-    long long ticks = strtoll(p, &end, 10);
-    return (errno || end == p) ? -1 : ticks;
+    const char *digits = p;
+    long long ticks;
+    return parse_int(&digits, &ticks) < 0 ? -1 : ticks;
 }
 
 /* This boot's id as a JSON value: a quoted string, or null. */
@@ -228,16 +259,34 @@ static void add_boot_id(text *t) {
 static void add_now(text *t) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    time_t seconds = now.tv_sec;
-    long micros = now.tv_nsec / 1000;
-    struct tm parts;
-    gmtime_r(&seconds, &parts);
-    char buf[64];
-    int n = snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900,
-                     parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
-    if (micros) snprintf(buf + n, sizeof buf - (size_t)n, ".%06ld+00:00\"", micros);
-    else snprintf(buf + n, sizeof buf - (size_t)n, "+00:00\"");
-    add(t, buf);
+    long long seconds = now.tv_sec, micros = now.tv_nsec / 1000;
+    long long days = seconds / 86400, in_day = seconds % 86400;
+    if (in_day < 0) in_day += 86400, days--;
+    /* the civil date of a day count (days since 1970-01-01; H. Hinnant's days_from_civil,
+     * reversed), proleptic Gregorian as Python's datetime */
+    long long z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153, day = doy - (153 * mp + 2) / 5 + 1;
+    long long month = mp < 10 ? mp + 3 : mp - 9, year = yoe + era * 400 + (month <= 2);
+    add(t, "\"");
+    add_padded(t, year, 4);
+    add(t, "-");
+    add_padded(t, month, 2);
+    add(t, "-");
+    add_padded(t, day, 2);
+    add(t, "T");
+    add_padded(t, in_day / 3600, 2);
+    add(t, ":");
+    add_padded(t, in_day / 60 % 60, 2);
+    add(t, ":");
+    add_padded(t, in_day % 60, 2);
+    if (micros) {
+        add(t, ".");
+        add_padded(t, micros, 6);
+    }
+    add(t, "+00:00\"");
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -274,8 +323,9 @@ static int make_folders(const char *path) {
     }
     if (errno != ENOENT) return -1;
     size_t n = strlen(path);
-    char *stripped = strdup(path), *parent = malloc(n + 2);
+    char *stripped = malloc(n + 1), *parent = malloc(n + 2);
     if (!stripped || !parent) return -1;
+    memcpy(stripped, path, n + 1);
     while (n > 1 && stripped[n - 1] == '/') stripped[--n] = '\0';
     dirname_of(stripped, parent, n + 2);
     int failed = !*parent || strcmp(parent, path) == 0;
@@ -306,25 +356,33 @@ static int write_all(int fd, const char *data, size_t len) {
  * of the folder). */
 static int write_atomically(const char *path, const text *data) {
     size_t n = strlen(path);
-    char *folder = malloc(n + 1), *tmp = malloc(n + 64);
-    if (!folder || !tmp) return -1;
+    char *folder = malloc(n + 1);
+    if (!folder) return -1;
     dirname_of(path, folder, n + 1);
     const char *name = path + strlen(folder);
     while (*name == '/') name++;
     if (make_folders(folder) < 0) return -1;
-    if (*folder) snprintf(tmp, n + 64, "%s/.%s.%d.tmp", folder, name, (int)getpid());
-    else snprintf(tmp, n + 64, ".%s.%d.tmp", name, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, LOG_FILE_MODE);
+    text tmp = {0};
+    if (*folder) {
+        add(&tmp, folder);
+        add(&tmp, "/");
+    }
+    add(&tmp, ".");
+    add(&tmp, name);
+    add(&tmp, ".");
+    add_int(&tmp, getpid());
+    add(&tmp, ".tmp");
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, LOG_FILE_MODE);
     if (fd < 0) return -1;
     int failed = write_all(fd, data->data, data->len) < 0 || fsync(fd) < 0;
     close(fd);
-    if (failed || rename(tmp, path) < 0) return -1;
+    if (failed || rename(tmp.data, path) < 0) return -1;
     int dir = open(*folder ? folder : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return -1;
     failed = fsync(dir) < 0;
     close(dir);
     free(folder);
-    free(tmp);
+    free(tmp.data);
     return failed ? -1 : 0;
 }
 
@@ -400,39 +458,52 @@ static int write_minder_failed(const job_t *job, const char *escaped) {
 /* Every signal back to its default and none blocked: the raw system calls, since the C
  * library keeps two signals of its own (32 and 33) from its wrappers, and a minder started
  * with posix_spawn has them ignored. The kernel's signal set is _NSIG - 1 bits (8 bytes on
- * most machines, 16 on MIPS), whatever the size of a long. Then the C library's own calls,
- * for what they can reach, in case the raw ones were refused. */
+ * most machines, 16 on MIPS), whatever the size of a long. Then, with a C library, its own
+ * calls, for what they can reach, in case the raw ones were refused. */
 static void reset_signals(void) {
     unsigned long long zeroed[16] = {0}; /* a kernel sigaction: SIG_DFL, no flags, no mask */
     const size_t set_size = (_NSIG - 1) / 8;
     for (int signum = 1; signum < _NSIG; signum++)
         if (signum != SIGKILL && signum != SIGSTOP)
-            syscall(SYS_rt_sigaction, signum, zeroed, NULL, set_size);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, zeroed, NULL, set_size);
+            raw_syscall4(SYS_rt_sigaction, signum, (long)zeroed, 0, (long)set_size);
+    raw_syscall4(SYS_rt_sigprocmask, SIG_SETMASK, (long)zeroed, 0, (long)set_size);
+#ifndef PYSCHED_MINDER_FREESTANDING
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int signum = 1; signum < SIGRTMIN; signum++)
         if (signum != SIGKILL && signum != SIGSTOP) signal(signum, SIG_DFL);
+#endif
 }
 
+/* Close every descriptor above 2 but keep, as listed in /proc/self/fd (getdents64 entries:
+ * the record's length at byte 16, its name from byte 19). */
 static void close_other_fds(int keep) {
-    DIR *fds = opendir("/proc/self/fd");
-    if (!fds) return;
-    int listing = dirfd(fds);
-    struct dirent *entry;
-    while ((entry = readdir(fds)) != NULL) {
-        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-        int fd = atoi(entry->d_name);
-        if (fd > 2 && fd != keep && fd != listing) close(fd);
+    int listing = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (listing < 0) return;
+    _Alignas(8) char entries[4096];
+    long got;
+    while ((got = raw_syscall4(SYS_getdents64, listing, (long)entries, sizeof entries, 0)) > 0) {
+        for (long at = 0; at < got;) {
+            unsigned short length;
+            memcpy(&length, entries + at + 16, sizeof length);
+            const char *name = entries + at + 19;
+            long long fd;
+            if (parse_int(&name, &fd) == 0 && *name == '\0' && fd > 2 && fd != keep &&
+                fd != listing)
+                close((int)fd);
+            at += length;
+        }
     }
-    closedir(fds);
+    close(listing);
 }
 
 static void report(int fd, int err_no, int step) {
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%d:%d", err_no, step);
-    if (write(fd, buf, (size_t)n) < 0) { /* nobody to tell */
+    text message = {0};
+    add_int(&message, err_no);
+    add(&message, ":");
+    add_int(&message, step);
+    if (write(fd, message.data, message.len) < 0) { /* nobody to tell */
     }
 }
 
@@ -507,7 +578,12 @@ static pid_t start_command(const job_t *job, int out_fd, int err_fd, int *err_no
     if (!got) return pid;
     wait_for(pid); /* reap the child that could not exec */
     buf[got] = '\0';
-    if (sscanf(buf, "%d:%d", err_no, step) != 2) {
+    const char *p = buf;
+    long long number, which;
+    if (parse_int(&p, &number) == 0 && *p++ == ':' && parse_int(&p, &which) == 0) {
+        *err_no = (int)number;
+        *step = (int)which;
+    } else {
         *err_no = 0;
         *step = STEP_NOEXEC;
     }
@@ -526,10 +602,10 @@ static int run(const job_t *job) {
         int seen = 0;
         for (int j = 0; j < i; j++) seen |= strcmp(folders[j], folders[i]) == 0;
         if (!seen && make_folders(folders[i]) < 0) {
-            char message[512];
-            snprintf(message, sizeof message, "minder failed: cannot make the log folder: %s",
-                     strerror(errno));
-            write_minder_failed(job, message);
+            text message = {0};
+            add(&message, "minder failed: cannot make the log folder: ");
+            add(&message, strerror(errno));
+            write_minder_failed(job, message.data);
             return 1;
         }
     }
@@ -576,11 +652,11 @@ static int run(const job_t *job) {
     add(&marker, started_at.data);
     add(&marker, "}");
     if (write_in_place(job->started, &marker) < 0) { /* the command runs regardless */
-        dprintf(2, "minder: cannot write what it started: %s\n", strerror(errno));
+        say("minder: cannot write what it started: ", strerror(errno));
     }
     int code = wait_for(pid);
     if (write_note(job, 1, code, NULL, pid, &started_at) < 0) {
-        dprintf(2, "minder failed: cannot write the note: %s\n", strerror(errno));
+        say("minder failed: cannot write the note: ", strerror(errno));
         return 1;
     }
     return 0;
@@ -588,11 +664,11 @@ static int run(const job_t *job) {
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--check") == 0) {
-        puts(WIRE_MAGIC);
+        if (write(1, WIRE_MAGIC "\n", sizeof WIRE_MAGIC) < 0) return 1;
         return 0;
     }
     if (argc != 1) {
-        dprintf(2, "usage: %s < job (see minder.c)\n", argv[0]);
+        say("usage: minder < job (see minder.c): no arguments but --check", NULL);
         return 2;
     }
     sigset_t none;
@@ -605,7 +681,7 @@ int main(int argc, char **argv) {
     job_t job;
     memset(&job, 0, sizeof job);
     if (read_job(&job) < 0) {
-        dprintf(2, "minder: cannot read the job\n");
+        say("minder: cannot read the job", NULL);
         return 2;
     }
     return run(&job);

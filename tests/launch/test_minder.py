@@ -1,6 +1,8 @@
 """The minder on its own: ``python -I -S minder.py -`` as the launcher runs it without a host,
 and the native minder (``minder.c``, built once for the run) with the job laid out as the host
-lays it out. The tests of what a minder does run against both (``kind``)."""
+lays it out, in both its builds: freestanding (what x86-64 and AArch64 machines get) and with
+the C library (what others get). The tests of what a minder does run against all three
+(``kind``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ import pytest
 
 from pysched.launch import host, minder
 from pysched.launch.native_minder import (
+    BUILDS,
+    LIBRARY_BUILDS,
     NativeMinder,
     cache_dir_for,
     find_compiler,
@@ -29,16 +33,21 @@ from pysched.launch.native_minder import (
 SECRET = "s3cret-value-9f2c"
 
 
+NATIVE_KINDS = {"native": BUILDS, "native-libc": LIBRARY_BUILDS}
+"""The native minder's builds under test: as built here (freestanding on x86-64 and AArch64),
+and with the C library."""
+
+
 @functools.cache
-def built_once() -> NativeMinder | None:
-    """The suite's native minder, found (or built) and checked once for the run."""
-    return native_minder(cache_dir_for())
+def built_once(kind: str = "native") -> NativeMinder | None:
+    """The suite's native minder of ``kind``, found (or built) and checked once for the run."""
+    return native_minder(cache_dir_for(), NATIVE_KINDS[kind])
 
 
-def require_native_minder() -> None:
+def require_native_minder(kind: str = "native") -> None:
     """Skip the test where the native minder cannot be built here (no compiler, no C library
     headers), saying why; with ``PYSCHED_REQUIRE_NATIVE_MINDER=1`` (CI), fail instead."""
-    if built_once() is not None:
+    if built_once(kind) is not None:
         return
     why = "no C compiler" if find_compiler() is None else "its build failed (see the log)"
     if os.environ.get("PYSCHED_REQUIRE_NATIVE_MINDER") == "1":
@@ -54,9 +63,9 @@ def native_program() -> Path:
     return built.path
 
 
-def spawn_native(job: dict[str, object]) -> int:
+def spawn_native(job: dict[str, object], kind: str = "native") -> int:
     """Start the native minder for ``job`` as the host does; wait for it; its exit status."""
-    built = built_once()
+    built = built_once(kind)
     assert built is not None
     request = host.native_job(job)
     assert request is not None
@@ -69,10 +78,10 @@ def spawn_native(job: dict[str, object]) -> int:
     return os.waitpid(pid, 0)[1]
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=["python", *NATIVE_KINDS])
 def kind(request: pytest.FixtureRequest) -> str:
-    if request.param == "native":
-        request.getfixturevalue("native_program")
+    if request.param in NATIVE_KINDS:
+        require_native_minder(request.param)
     return request.param
 
 
@@ -93,15 +102,15 @@ def job_for(tmp_path: Path, argv: list[str], **extra: object) -> dict[str, objec
 
 
 def minder_argv(kind: str = "python") -> list[str]:
-    if kind == "native":
-        built = built_once()
+    if kind in NATIVE_KINDS:
+        built = built_once(kind)
         assert built is not None
         return [str(built.path)]
     return [sys.executable, "-I", "-S", str(Path(minder.__file__)), "-"]
 
 
 def encoded(job: dict[str, object], kind: str = "python") -> bytes:
-    if kind == "native":
+    if kind in NATIVE_KINDS:
         request = host.native_job(job)
         assert request is not None, "the host would fork a Python minder for this job"
         return request
@@ -277,7 +286,7 @@ def test_a_json_job_on_stdin_is_still_accepted(tmp_path):
 
 def test_an_unreadable_job_is_refused(tmp_path, kind):
     bad = [b"", b"not a job", marshal.dumps(["a list"])]
-    if kind == "native":  # cut short, or with a field too many
+    if kind in NATIVE_KINDS:  # cut short, or with a field too many
         whole = encoded(job_for(tmp_path, ["/bin/true"]), kind)
         bad += [whole[:-1], whole[: len(whole) // 2], whole + b"x\0"]
     for data in bad:
@@ -315,9 +324,9 @@ def test_timestamps_are_what_datetime_isoformat_writes():
 def test_the_command_does_not_inherit_ignored_signals_or_stray_fds(tmp_path, kind):
     script = "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"
     job = job_for(tmp_path, ["/bin/sh", "-c", script])
-    if kind == "native":  # as the host starts it: posix_spawn leaves the C library's 32 and 33
-        # ignored in the minder, which must not pass them on
-        assert spawn_native(job) == 0
+    if kind in NATIVE_KINDS:  # as the host starts it: posix_spawn leaves the C library's 32
+        # and 33 ignored in the minder, which must not pass them on
+        assert spawn_native(job, kind) == 0
         ignored = 0
     else:
         run_minder(job)
@@ -353,7 +362,7 @@ def test_the_command_does_not_inherit_what_the_minders_parent_ignored_or_blocked
     ignored = int(status["SigIgn:"], 16)
     assert int(status["SigBlk:"], 16) == 0
     assert ignored & ~(3 << 31) == 0  # at most the C library's two, for the Python minder
-    if kind == "native":
+    if kind in NATIVE_KINDS:
         assert ignored == 0
 
 
@@ -398,7 +407,7 @@ def _same_shape(note: dict[str, object]) -> dict[str, object]:
     "case",
     ["exit-3", "signal", "missing-program", "missing-folder", "secret-program", "non-ascii"],
 )
-def test_both_minders_write_the_same_note(tmp_path, native_program, case):
+def test_every_minder_writes_the_same_note(tmp_path, native_program, case):
     secret_program = str(tmp_path / f"bin-{SECRET}-é")
     argv, extra = {
         "exit-3": (["/bin/sh", "-c", "exit 3"], {}),
@@ -412,7 +421,9 @@ def test_both_minders_write_the_same_note(tmp_path, native_program, case):
         "non-ascii": (["/bin/sh", "-c", "echo ü€😀; exit 7"], {}),
     }[case]
     notes, outputs = [], []
-    for kind in ("python", "native"):
+    for kind in ("python", *NATIVE_KINDS):
+        if kind in NATIVE_KINDS:
+            require_native_minder(kind)
         job = job_for(tmp_path / kind, argv, **extra)
         run_minder(job, kind)
         text = Path(str(job["note"])).read_text()
@@ -420,10 +431,11 @@ def test_both_minders_write_the_same_note(tmp_path, native_program, case):
         notes.append(json.loads(text))
         out = Path(str(job["stdout"]))
         outputs.append(out.read_bytes() if out.exists() else None)
-    python_note, native_note = notes
-    assert list(native_note) == list(python_note)  # the same keys in the same order
-    assert _same_shape(native_note) == _same_shape(python_note)
-    assert outputs[0] == outputs[1]
+    python_note = notes[0]
+    for native_note, output in zip(notes[1:], outputs[1:], strict=True):
+        assert list(native_note) == list(python_note)  # the same keys in the same order
+        assert _same_shape(native_note) == _same_shape(python_note)
+        assert output == outputs[0]
 
 
 @pytest.mark.parametrize(
@@ -456,11 +468,13 @@ def test_a_job_the_python_minder_treats_its_own_way_is_not_given_to_the_native_o
     assert host.native_job(job_for(tmp_path, argv, **extra)) is None
 
 
-def test_the_native_minder_takes_a_job_larger_than_a_pipe_holds(tmp_path, native_program):
+@pytest.mark.parametrize("build", list(NATIVE_KINDS))
+def test_the_native_minder_takes_a_job_larger_than_a_pipe_holds(tmp_path, build):
+    require_native_minder(build)
     big = {f"VAR_{i}": "x" * 1000 for i in range(300)}  # 300 KB of environment
     job = job_for(tmp_path, ["/bin/sh", "-c", 'echo "${#VAR_299}"'])
     job["env"] = {**job["env"], **big}  # type: ignore[dict-item]
-    assert spawn_native(job) == 0
+    assert spawn_native(job, build) == 0
     assert read(job, "note")["exit_code"] == 0
     assert Path(str(job["stdout"])).read_text() == "1000\n"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import platform
 import stat
 import time
 from pathlib import Path
@@ -345,7 +346,7 @@ def test_a_cc_that_is_not_a_command_is_not_used(tmp_path, monkeypatch, caplog):
 
 
 def test_anything_unforeseen_means_forked_minders_not_a_failed_start(tmp_path, monkeypatch, caplog):
-    def broken(folder: Path) -> None:
+    def broken(folder: Path, builds: object) -> None:
         raise RuntimeError("something unforeseen")
 
     monkeypatch.setattr(native, "_found_or_built", broken)
@@ -377,3 +378,35 @@ def test_where_the_c_library_cannot_be_linked_statically_the_build_is_dynamic(
     built = native.native_minder(tmp_path / "cache")
     assert built is not None
     assert b"ld-linux" in built.path.read_bytes() or b"ld-musl" in built.path.read_bytes()
+
+
+@pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "aarch64"), reason="freestanding on x86-64 and AArch64"
+)
+def test_where_it_can_the_minder_is_built_without_the_c_library(tmp_path):
+    built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    data = built.path.read_bytes()
+    assert b"glibc" not in data.lower() and b"ld-linux" not in data
+    assert len(data) < 100_000  # a static C library alone is several times that
+
+
+def test_where_the_compiler_cannot_build_it_freestanding_it_takes_the_c_library(
+    tmp_path, monkeypatch, caplog
+):
+    compiler = native.find_compiler()
+    assert compiler is not None
+    fake = tmp_path / "hosted-only-cc"  # as on a machine the freestanding build is not for
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = -ffreestanding ] && { echo "#error not here" >&2; '
+        "exit 1; }; done\n"
+        f'exec {" ".join(compiler)} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    with caplog.at_level(logging.INFO, logger=native.__name__):
+        built = native.native_minder(tmp_path / "cache")
+    assert built is not None
+    assert b"glibc" in built.path.read_bytes().lower() or b"musl" in built.path.read_bytes()
+    assert "with the C library" in caplog.text
