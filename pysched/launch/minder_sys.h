@@ -8,8 +8,10 @@
  * program that does nothing costs 0.53 ms of CPU to start, one with no C library 0.035 ms (see
  * docs/benchmarks.md). A minder starts once an attempt, so that is most of its CPU.
  *
- * Freestanding is for x86-64 and AArch64 Linux (the system call conventions below); anywhere
- * else this fails to compile and the builder takes the C library's build. The texts of error
+ * Freestanding is for x86-64 Linux (the system call convention below, and only system calls
+ * Linux has had since 2.6.27); anywhere else this fails to compile and the builder takes the
+ * C library's build. (AArch64 would need its own entry point and system call numbers, and a
+ * machine to test them on.) The texts of error
  * numbers come from pysched_errors.h, which the builder writes from Python's os.strerror, so a
  * note says what minder.py would say. Memory is taken from the kernel in blocks and never
  * given back: a minder allocates a few kilobytes once.
@@ -39,10 +41,11 @@ static long raw_syscall4(long number, long a, long b, long c, long d) {
 
 #else /* PYSCHED_MINDER_FREESTANDING */
 
-#if !defined(__linux__) || !(defined(__x86_64__) || defined(__aarch64__))
-#error "the freestanding minder is for x86-64 and AArch64 Linux; the builder falls back"
+#if !defined(__linux__) || !defined(__x86_64__) || defined(__ILP32__) /* not x32 */
+#error "the freestanding minder is for x86-64 Linux; the builder falls back to the C library"
 #endif
 
+#include <asm/stat.h> /* struct stat, as the kernel fills it in */
 #include <asm/unistd.h>
 #include <linux/errno.h>
 #include <linux/fcntl.h>
@@ -92,7 +95,6 @@ int errno;
 
 /* ---- system calls ------------------------------------------------------------------------ */
 
-#if defined(__x86_64__)
 static long raw_syscall6(long number, long a, long b, long c, long d, long e, long f) {
     register long r10 __asm__("r10") = d;
     register long r8 __asm__("r8") = e;
@@ -122,36 +124,6 @@ __asm__(".text\n"
         "  and $-16, %rsp\n"
         "  call pysched_start\n"
         "  hlt\n");
-#define HANDLER_FLAGS SA_RESTORER
-#define HANDLER_RESTORER pysched_restore_rt
-#else /* __aarch64__ */
-static long raw_syscall6(long number, long a, long b, long c, long d, long e, long f) {
-    register long x8 __asm__("x8") = number;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    register long x4 __asm__("x4") = e;
-    register long x5 __asm__("x5") = f;
-    __asm__ volatile("svc 0"
-                     : "+r"(x0)
-                     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-                     : "memory", "cc");
-    return x0;
-}
-
-/* The entry point (the kernel returns from handlers through its own trampoline here). */
-__asm__(".text\n"
-        ".global _start\n"
-        "_start:\n"
-        "  mov x29, #0\n"
-        "  mov x30, #0\n"
-        "  mov x0, sp\n"
-        "  bl pysched_start\n"
-        "  brk #0\n");
-#define HANDLER_FLAGS 0UL
-#define HANDLER_RESTORER 0
-#endif
 
 /* A system call's result, or -1 with errno set. */
 static long checked(long result) {
@@ -198,28 +170,16 @@ static int mkdir(const char *path, int mode) {
 }
 
 static int rename(const char *from, const char *to) {
-    return (int)SYSCALL6(__NR_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0, 0);
+    return (int)SYSCALL3(__NR_rename, from, to, 0);
 }
-
-/* Only the type of the file is asked for: all minder.c wants to know. */
-struct stat {
-    unsigned st_mode;
-};
 
 static int stat(const char *path, struct stat *info) {
-    struct statx full;
-    if (SYSCALL6(__NR_statx, AT_FDCWD, path, 0, STATX_TYPE, &full, 0) < 0) return -1;
-    info->st_mode = full.stx_mode;
-    return 0;
+    return (int)SYSCALL3(__NR_stat, path, info, 0);
 }
 
-static int dup2(int from, int to) {
-    if (from == to) /* dup3 refuses this; dup2 checks the descriptor and keeps it */
-        return SYSCALL3(__NR_fcntl, from, F_GETFD, 0) < 0 ? -1 : to;
-    return (int)SYSCALL3(__NR_dup3, from, to, 0);
-}
+static int dup2(int from, int to) { return (int)SYSCALL3(__NR_dup2, from, to, 0); }
 
-static pid_t fork(void) { return (pid_t)SYSCALL6(__NR_clone, SIGCHLD, 0, 0, 0, 0, 0); }
+static pid_t fork(void) { return (pid_t)SYSCALL3(__NR_fork, 0, 0, 0); }
 
 static int execve(const char *path, char *const argv[], char *const envp[]) {
     return (int)SYSCALL3(__NR_execve, path, argv, envp);
@@ -252,8 +212,8 @@ static int sigemptyset(sigset_t *set) {
 static int sigaction(int signum, const struct sigaction *action, struct sigaction *old) {
     struct sigaction given = *action;
     if (given.sa_handler != SIG_DFL && given.sa_handler != SIG_IGN) {
-        given.sa_flags |= HANDLER_FLAGS;
-        given.sa_restorer = HANDLER_RESTORER;
+        given.sa_flags |= SA_RESTORER; /* x86-64's kernel needs to be told where to return */
+        given.sa_restorer = pysched_restore_rt;
     }
     return (int)SYSCALL6(__NR_rt_sigaction, signum, &given, old, sizeof(sigset_t), 0, 0);
 }

@@ -82,7 +82,7 @@ FREESTANDING: tuple[str, ...] = (
     "-fno-stack-protector",
     "-fno-asynchronous-unwind-tables",
 )
-"""With no C library (x86-64 and AArch64 Linux; see ``minder_sys.h``): a start costs about
+"""With no C library (x86-64 Linux; see ``minder_sys.h``): a start costs about
 0.08 ms of CPU instead of 0.54 ms where the CPU's identification leaves a virtual machine."""
 STATIC: tuple[str, ...] = ("-static",)
 """With the C library, linked statically (no dynamic loader at each start: 0.2 ms less)."""
@@ -95,7 +95,7 @@ _BUILD_NAMES: dict[tuple[str, ...], str] = {
 BUILDS: tuple[tuple[str, ...], ...] = (FREESTANDING, STATIC, DYNAMIC)
 """The builds tried in turn, the first that compiles and runs here kept."""
 LIBRARY_BUILDS: tuple[tuple[str, ...], ...] = (STATIC, DYNAMIC)
-"""With the C library only (what machines other than x86-64 and AArch64 get; tests use it)."""
+"""With the C library only (what machines other than x86-64 get; tests use it)."""
 BUILD_TIMEOUT = 60.0
 """Seconds a compiler has to build the minder (it needs well under one; the engine's opening
 waits for it, and systemd's start timeout is a few minutes)."""

@@ -1,7 +1,7 @@
 """The minder on its own: ``python -I -S minder.py -`` as the launcher runs it without a host,
 and the native minder (``minder.c``, built once for the run) with the job laid out as the host
-lays it out, in both its builds: freestanding (what x86-64 and AArch64 machines get) and with
-the C library (what others get). The tests of what a minder does run against all three
+lays it out, in both its builds: freestanding (what x86-64 machines get) and with the C
+library (what others get). The tests of what a minder does run against all three
 (``kind``)."""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ SECRET = "s3cret-value-9f2c"
 
 
 NATIVE_KINDS = {"native": BUILDS, "native-libc": LIBRARY_BUILDS}
-"""The native minder's builds under test: as built here (freestanding on x86-64 and AArch64),
-and with the C library."""
+"""The native minder's builds under test: as built here (freestanding on x86-64), and with
+the C library."""
 
 
 @functools.cache
