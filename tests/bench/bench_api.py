@@ -1,9 +1,10 @@
 """The JSON API over a store of 10,000 runs: reads at rest and while 200 jobs start, and 100
 server-sent event clients while 1,000 runs change.
 
-Two processes, so the clients never steal the server's loop: this script forks a server child
-(``bench_api.py --serve HOME``: a real ``serve()`` on 127.0.0.1, port 0, with the local launcher
-and a disk journal with fsync) and runs the clients in the parent under trio: httpx for the
+Two processes, so the clients never steal the server's loop: this script starts a server child
+in a session of its own (``bench_api.py --serve HOME``: a real ``serve()`` on 127.0.0.1, port 0,
+with the local launcher and a disk journal with fsync) and runs the clients in the parent under
+trio: httpx for the
 actions and the event streams, a bare keep-alive HTTP/1.1 client for the timed GETs (see
 ``Connection``).
 
@@ -596,7 +597,10 @@ def start_server(home: Path, profile: Path | None, rounds: bool) -> subprocess.P
     if rounds:
         command += ["--rounds-of-loop"]
     log = (home / "server.log").open("wb")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # a session of its own, as a served scheduler has (under systemd, or in another terminal
+    # than its clients): where the kernel shares the CPU between sessions (sched_autogroup),
+    # the clients' CPU then does not count against the server's share
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop_server(server: subprocess.Popen[bytes]) -> None:
