@@ -12,8 +12,8 @@
  * Linux has had since 2.6.27); anywhere else this fails to compile and the builder takes the
  * C library's build. (AArch64 would need its own entry point and system call numbers, and a
  * machine to test them on.) The texts of error
- * numbers come from pysched_errors.h, which the builder writes from Python's os.strerror, so a
- * note says what minder.py would say. Memory is taken from the kernel in blocks and never
+ * numbers come from pysched_errors.h, which the builder writes from Python's os.strerror,
+ * escaped for JSON as Python's json module escapes them, so a note says what minder.py's says. Memory is taken from the kernel in blocks and never
  * given back: a minder allocates a few kilobytes once.
  */
 #ifndef PYSCHED_MINDER_SYS_H
@@ -53,7 +53,7 @@ static long raw_syscall4(long number, long a, long b, long c, long d) {
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pysched_errors.h" /* PYSCHED_ERROR_TEXTS, written by the builder */
+#include <pysched_errors.h> /* PYSCHED_ERROR_TEXTS, written by the builder (its -I folder) */
 
 typedef long ssize_t;
 typedef int pid_t;
@@ -290,7 +290,7 @@ static void *memchr(const void *s, int c, size_t n) {
 
 static const char *strerror(int number) {
     static const char *const texts[] = PYSCHED_ERROR_TEXTS;
-    if (number > 0 && (size_t)number < sizeof texts / sizeof *texts && texts[number])
+    if (number >= 0 && (size_t)number < sizeof texts / sizeof *texts && texts[number])
         return texts[number];
     return "Unknown error";
 }
@@ -300,7 +300,11 @@ static unsigned char *heap_next, *heap_end;
 
 static void *malloc(size_t n) {
     size_t need = ((n + 15) & ~(size_t)15) + 16;
-    if (need < n || (size_t)(heap_end - heap_next) < need) {
+    if (need < n) { /* so large the sum wrapped */
+        errno = ENOMEM;
+        return 0;
+    }
+    if ((size_t)(heap_end - heap_next) < need) {
         size_t block = need > (1u << 20) ? need : (1u << 20);
         long got = raw_syscall6(__NR_mmap, 0, (long)block, 3 /* read, write */,
                                 0x22 /* private, anonymous */, -1, 0);

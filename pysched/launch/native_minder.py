@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import logging
 import os
 import shlex
@@ -249,19 +250,14 @@ def _compile(command: list[str], folder: Path) -> tuple[int, bytes]:
 
 def error_texts_header() -> str:
     """``pysched_errors.h`` for a freestanding build: the text of each error number as
-    Python's ``os.strerror`` gives it (so the native minder's notes say what minder.py's
-    would), as the C initializer ``PYSCHED_ERROR_TEXTS``."""
-    texts = ["0"]
-    for number in range(1, 256):
-        text = os.strerror(number)
-        texts.append('"' + "".join(_c_char(char) for char in text) + '"')
+    Python's ``os.strerror`` gives it, escaped as Python's ``json`` escapes it (the minder
+    puts it into a note as it is: so its notes say what minder.py's say, in any language), as
+    the C initializer ``PYSCHED_ERROR_TEXTS``."""
+    texts = []
+    for number in range(256):
+        escaped = json.dumps(os.strerror(number))[1:-1]  # ASCII: non-ASCII as \\uXXXX
+        texts.append('"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return f"#define PYSCHED_ERROR_TEXTS {{{', '.join(texts)}}}\n"
-
-
-def _c_char(char: str) -> str:
-    if char in '\\"' or not (" " <= char <= "~"):
-        return "".join(f"\\{byte:03o}" for byte in char.encode())
-    return char
 
 
 def _build(
@@ -280,21 +276,26 @@ def _build(
         with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=folder) as headers:
             (Path(headers) / "pysched_errors.h").write_text(error_texts_header())
             found: NativeMinder | str = "no build was tried"
+            failures: list[str] = []
             kept = ""
             for flags in builds:
                 command = [*compiler, "-O2", "-pipe", *flags, f"-I{headers}", "-o", str(tmp)]
                 code, err = _compile([*command, str(SOURCE)], folder)
+                name = _BUILD_NAMES.get(flags, shlex.join(flags))
                 if code != 0:
                     lines = err.decode(errors="replace").strip().splitlines()
-                    found = f"{shlex.join(compiler)} exited with {code}: " + " / ".join(lines[:3])
+                    failures.append(
+                        f"{name}: {shlex.join(compiler)} exited with {code}: "
+                        + " / ".join(lines[:3])
+                    )
                     continue
                 found = _verified(tmp, fresh=True)
                 if isinstance(found, NativeMinder):
-                    kept = _BUILD_NAMES.get(flags, shlex.join(flags))
+                    kept = name
                     break
-                found = f"the built minder does not run here ({found})"
-        if isinstance(found, str):
-            return found
+                failures.append(f"{name}: the built minder does not run here ({found})")
+        if not isinstance(found, NativeMinder):
+            return "; ".join(failures) or found
         try:
             os.link(tmp, target)  # the same file: its device and inode stay
         except FileExistsError:
@@ -326,7 +327,12 @@ def _remove_older_builds(folder: Path, keep: Path) -> None:
             if not path.name.startswith((_PREFIX, f".{_PREFIX}")) or path == keep:
                 continue
             with contextlib.suppress(OSError):
-                if path.lstat().st_mtime < cutoff:
+                info = path.lstat()
+                if info.st_mtime >= cutoff:
+                    continue
+                if stat.S_ISDIR(info.st_mode):  # a killed build's folder of headers
+                    shutil.rmtree(path)
+                else:
                     path.unlink()
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import platform
+import re
 import stat
 import time
 from pathlib import Path
@@ -118,6 +120,10 @@ def test_builds_of_other_sources_are_removed_once_unused_for_a_week(tmp_path):
     os.utime(left, (week_ago, week_ago))
     under_way = folder / ".pysched-minder-3333333333333333.def.tmp"  # another build, now
     under_way.write_bytes(b"")
+    headers = folder / ".pysched-minder-4444444444444444.ghi"  # a killed build's header folder
+    headers.mkdir()
+    (headers / "pysched_errors.h").write_text("")
+    os.utime(headers, (week_ago, week_ago))
     built = native.native_minder(folder)
     assert built is not None
     names = sorted(p.name for p in folder.iterdir())
@@ -408,3 +414,15 @@ def test_where_the_compiler_cannot_build_it_freestanding_it_takes_the_c_library(
     assert built is not None
     assert b"glibc" in built.path.read_bytes().lower() or b"musl" in built.path.read_bytes()
     assert "with the C library" in caplog.text
+
+
+def test_the_error_texts_are_python_s_escaped_for_a_note(monkeypatch):
+    """Freestanding, the minder's error texts come from this table, put into notes as they
+    are: each must read back, as C and then as JSON, as Python's ``os.strerror`` text."""
+    monkeypatch.setattr(os, "strerror", lambda n: f'Fehler "{n}" \\ Größe')
+    header = native.error_texts_header()
+    entries = re.findall(r'"((?:[^"\\]|\\.)*)"', header)
+    assert len(entries) == 256 and header.isascii()
+    for number, entry in enumerate(entries):
+        c_text = entry.encode().decode("unicode_escape")  # as the C compiler reads it
+        assert json.loads(f'"{c_text}"') == f'Fehler "{number}" \\ Größe'
