@@ -253,7 +253,7 @@ def error_texts_header() -> str:
     Python's ``os.strerror`` gives it, escaped as Python's ``json`` escapes it (the minder
     puts it into a note as it is: so its notes say what minder.py's say, in any language), as
     the C initializer ``PYSCHED_ERROR_TEXTS``."""
-    texts = []
+    texts: list[str] = []
     for number in range(256):
         escaped = json.dumps(os.strerror(number))[1:-1]  # ASCII: non-ASCII as \\uXXXX
         texts.append('"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"')
