@@ -58,13 +58,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pysched.launch.host import NATIVE_MAGIC, owned_privately, private_file
 from pysched.launch.minder import make_folders
 from pysched.xdg import base_dir
 
 __all__ = [
+    "BUILDS",
+    "LIBRARY_BUILDS",
     "SOURCE",
+    "Build",
     "NativeMinder",
     "cache_dir_for",
     "find_compiler",
@@ -77,29 +81,36 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("minder.c")
 SYSTEM_HEADER = Path(__file__).with_name("minder_sys.h")
 """What ``minder.c`` needs of the system, from the C library or, freestanding, from none."""
-FREESTANDING: tuple[str, ...] = (
-    "-DPYSCHED_MINDER_FREESTANDING",
-    "-ffreestanding",
-    "-nostdlib",
-    "-static",
-    "-fno-pie",
-    "-no-pie",
-    "-fno-stack-protector",
-    "-fno-asynchronous-unwind-tables",
+
+
+class Build(NamedTuple):
+    """One way to build the minder: its name in the log, and the compiler's flags."""
+
+    name: str
+    flags: tuple[str, ...]
+
+
+FREESTANDING = Build(
+    "freestanding",
+    (
+        "-DPYSCHED_MINDER_FREESTANDING",
+        "-ffreestanding",
+        "-nostdlib",
+        "-static",
+        "-fno-pie",
+        "-no-pie",
+        "-fno-stack-protector",
+        "-fno-asynchronous-unwind-tables",
+    ),
 )
 """With no C library (x86-64 Linux; see ``minder_sys.h``): a start costs about
 0.08 ms of CPU instead of 0.54 ms where the CPU's identification leaves a virtual machine."""
-STATIC: tuple[str, ...] = ("-static",)
+STATIC = Build("with the C library, static", ("-static",))
 """With the C library, linked statically (no dynamic loader at each start: 0.2 ms less)."""
-DYNAMIC: tuple[str, ...] = ()
-_BUILD_NAMES: dict[tuple[str, ...], str] = {
-    FREESTANDING: "freestanding",
-    STATIC: "with the C library, static",
-    DYNAMIC: "with the C library, dynamic",
-}
-BUILDS: tuple[tuple[str, ...], ...] = (FREESTANDING, STATIC, DYNAMIC)
+DYNAMIC = Build("with the C library, dynamic", ())
+BUILDS: tuple[Build, ...] = (FREESTANDING, STATIC, DYNAMIC)
 """The builds tried in turn, the first that compiles and runs here kept."""
-LIBRARY_BUILDS: tuple[tuple[str, ...], ...] = (STATIC, DYNAMIC)
+LIBRARY_BUILDS: tuple[Build, ...] = (STATIC, DYNAMIC)
 """With the C library only (what machines other than x86-64 get; tests use it)."""
 BUILD_TIMEOUT = 60.0
 """Seconds a compiler has to build the minder (it needs well under one; the engine's opening
@@ -265,11 +276,12 @@ def error_texts_header() -> str:
 
 
 def _build(
-    compiler: list[str], folder: Path, target: Path, builds: tuple[tuple[str, ...], ...]
+    compiler: list[str], folder: Path, target: Path, builds: tuple[Build, ...], errors: str
 ) -> NativeMinder | str:
     """Build ``SOURCE`` into ``target`` with the first of ``builds`` that compiles and runs
     here; the result, or why there is none. A build another process finished meanwhile is
-    taken as it is: a host may already run it (by device and inode)."""
+    taken as it is: a host may already run it (by device and inode). ``errors`` is the
+    ``pysched_errors.h`` a freestanding build includes."""
     try:
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
@@ -278,14 +290,13 @@ def _build(
     tmp = Path(name)
     try:
         with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=folder) as headers:
-            (Path(headers) / "pysched_errors.h").write_text(error_texts_header())
+            (Path(headers) / "pysched_errors.h").write_text(errors)
             found: NativeMinder | str = "no build was tried"
             failures: list[str] = []
             kept = ""
-            for flags in builds:
+            for name, flags in builds:
                 command = [*compiler, "-O2", "-pipe", *flags, f"-I{headers}", "-o", str(tmp)]
                 code, err = _compile([*command, str(SOURCE)], folder)
-                name = _BUILD_NAMES.get(flags, shlex.join(flags))
                 if code != 0:
                     lines = err.decode(errors="replace").strip().splitlines()
                     failures.append(
@@ -353,16 +364,14 @@ _NO_COMPILER = (
     "no C compiler (cc, gcc, clang or $CC) to build the native minder; install one for cheaper "
     "starts"
 )
-_FAILED: set[tuple[Path, tuple[tuple[str, ...], ...]]] = set()
+_FAILED: set[tuple[Path, tuple[Build, ...]]] = set()
 """Folders where the native minder could not be had in this process: a host that restarts
 does not try (nor log) again."""
 _BUILDING = threading.Lock()
 """One build at a time in this process (two hosts starting together)."""
 
 
-def native_minder(
-    cache_dir: Path, builds: tuple[tuple[str, ...], ...] = BUILDS
-) -> NativeMinder | None:
+def native_minder(cache_dir: Path, builds: tuple[Build, ...] = BUILDS) -> NativeMinder | None:
     """The native minder built from this version's ``minder.c`` in ``cache_dir`` (the first of
     ``builds`` that compiles and runs here), built now if need be; None (and logged, once)
     when it cannot be had here. Never raises: nothing about it may stop an attempt from
@@ -386,23 +395,24 @@ def native_minder(
             return None
 
 
-def build_name(builds: tuple[tuple[str, ...], ...]) -> str:
-    """The file name of a build: from the sources, the error texts and the builds tried, so an
-    upgrade (or another Python, with other texts) builds anew."""
+def build_name(builds: tuple[Build, ...], errors: str) -> str:
+    """The file name of a build: from the sources, the error texts (``errors``) and the
+    builds tried, so an upgrade (or another Python, with other texts) builds anew."""
     digest = hashlib.sha256()
     for path in (SOURCE, SYSTEM_HEADER):
         try:
             digest.update(path.read_bytes())
         except OSError as exc:
             raise _Unavailable(f"cannot read {path} ({exc})") from None
-    digest.update(error_texts_header().encode())
-    digest.update(repr(builds).encode())
+    digest.update(errors.encode())
+    digest.update(repr([flags for _, flags in builds]).encode())
     return f"{_PREFIX}{digest.hexdigest()[:16]}"
 
 
-def _found_or_built(folder: Path, builds: tuple[tuple[str, ...], ...]) -> NativeMinder:
+def _found_or_built(folder: Path, builds: tuple[Build, ...]) -> NativeMinder:
     """The checked native minder in ``folder``, built if need be; raises ``_Unavailable``."""
-    target = folder / build_name(builds)
+    errors = error_texts_header()
+    target = folder / build_name(builds, errors)
     compiler = find_compiler()
     if compiler is None and not target.exists():
         raise _Unavailable(_NO_COMPILER, quiet=True)
@@ -431,7 +441,7 @@ def _found_or_built(folder: Path, builds: tuple[tuple[str, ...], ...]) -> Native
     if compiler is None:
         raise _Unavailable(f"{_NO_COMPILER} ({target}: {found})", quiet=True)
     began = time.monotonic()
-    built = _build(compiler, folder, target, builds)
+    built = _build(compiler, folder, target, builds, errors)
     if isinstance(built, str):
         raise _Unavailable(f"cannot build {SOURCE.name}: {built}")
     log.info("the native minder's build took %.2f s", time.monotonic() - began)

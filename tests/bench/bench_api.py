@@ -4,9 +4,8 @@ server-sent event clients while 1,000 runs change.
 Two processes, so the clients never steal the server's loop: this script starts a server child
 in a session of its own (``bench_api.py --serve HOME``: a real ``serve()`` on 127.0.0.1, port 0,
 with the local launcher and a disk journal with fsync) and runs the clients in the parent under
-trio: httpx for the
-actions and the event streams, a bare keep-alive HTTP/1.1 client for the timed GETs (see
-``Connection``).
+trio: httpx for the actions and the event streams, a bare keep-alive HTTP/1.1 client for the
+timed GETs (see ``Connection``).
 
 Before the server starts, 10,000 finished runs (100 ``hist-NN`` jobs x 100 run dates, one
 succeeded attempt each) are written straight into its journal, so the server replays them;
