@@ -82,29 +82,28 @@ static void grow(text *t, size_t more) {
     t->cap = cap;
 }
 
-static void add(text *t, const char *s) {
-    size_t n = strlen(s);
+static void add_bytes(text *t, const char *s, size_t n) {
     grow(t, n);
     memcpy(t->data + t->len, s, n);
     t->len += n;
     t->data[t->len] = '\0';
 }
 
+static void add(text *t, const char *s) { add_bytes(t, s, strlen(s)); }
+
 /* value in decimal, at least width characters, a minus included (zeros after it), as
  * printf's "%0*lld" */
 static void add_padded(text *t, long long value, int width) {
     if (value < 0) width--;
     char buf[32], *end = buf + sizeof buf, *p = end;
-    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    unsigned long long magnitude = (unsigned long long)value;
+    if (value < 0) magnitude = 0ULL - magnitude;
     do {
         *--p = (char)('0' + magnitude % 10);
         magnitude /= 10;
     } while (magnitude || end - p < width);
     if (value < 0) *--p = '-';
-    grow(t, (size_t)(end - p));
-    memcpy(t->data + t->len, p, (size_t)(end - p));
-    t->len += (size_t)(end - p);
-    t->data[t->len] = '\0';
+    add_bytes(t, p, (size_t)(end - p));
 }
 
 static void add_int(text *t, long long value) { add_padded(t, value, 1); }

@@ -11,10 +11,10 @@
  * Freestanding is for x86-64 Linux (the system call convention below, and only system calls
  * Linux has had since 2.6.27); anywhere else this fails to compile and the builder takes the
  * C library's build. (AArch64 would need its own entry point and system call numbers, and a
- * machine to test them on.) The texts of error
- * numbers come from pysched_errors.h, which the builder writes from Python's os.strerror,
- * escaped for JSON as Python's json module escapes them, so a note says what minder.py's says. Memory is taken from the kernel in blocks and never
- * given back: a minder allocates a few kilobytes once.
+ * machine to test them on.) The texts of error numbers come from pysched_errors.h, which the
+ * builder writes from Python's os.strerror, escaped for JSON as Python's json module escapes
+ * them, so a note says what minder.py's says. Memory is taken from the kernel in blocks and
+ * never given back: a minder allocates a few kilobytes once.
  */
 #ifndef PYSCHED_MINDER_SYS_H
 #define PYSCHED_MINDER_SYS_H
