@@ -354,7 +354,8 @@ class MinderHost:
             link.gone = True
             link.close()
             raise OSError(f"the minder host said {bytes(link.inbox[:end])[:80]!r}, not ready")
-        kind = bytes(link.inbox[:end]).split()[2:3]
+        words = bytes(link.inbox[:end]).split()
+        kind, nice = words[2:3], words[3:4]
         del link.inbox[: end + 1]
         if self.native is not None and kind != [b"native"]:
             log.warning(
@@ -364,11 +365,14 @@ class MinderHost:
             )
             self.native = None
         log.info(
-            "minder host started (pid %d): %s",
+            "minder host started (pid %d): %s; %s",
             process.pid,
             "forked Python minders"
             if self.native is None
             else f"native minders ({self.native.path})",
+            "no per-session CPU shares here (autogroup)"
+            if nice in ([], [b"-"])
+            else f"its session yields the CPU to the scheduler (autogroup nice {nice[0].decode()})",
         )
         return link
 
