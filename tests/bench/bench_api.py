@@ -14,8 +14,12 @@ its loop (``trio.sleep_until(t + 0.01)``, lateness = actual wake - intended) and
 samples, stamped with ``time.monotonic()`` (CLOCK_MONOTONIC, shared by both processes), when it
 stops; the parent cuts them by the windows of its phases.
 
-Phases (a *client* is a task with its own connection that sends its next request as soon as
-the last one is answered: a closed loop, like ``wrk -c 20``):
+Phases (a *client* is a task with its own connection that, after each answer, pauses a random
+time averaging ``--think-ms`` (default 100 ms) before its next request, as people, CLIs and
+dashboards do; ``--think-ms 0`` makes each send as soon as it is answered, a closed loop like
+``wrk -c 20``, whose latency is mostly the queue: twenty requests in flight, each waiting for
+the CPU time of those before it, on two cores about 20 ms at rest. The goals are read for the
+paced clients; the closed loop measures throughput):
 
 0. floor: 20 clients, ``GET /healthz`` only: what hypercorn and Quart cost at this concurrency.
 1. at rest: 20 clients, each doing rounds of ``GET /api/v1/runs?date=D`` (100 runs of 100
@@ -761,8 +765,8 @@ def main() -> None:
     parser.add_argument(
         "--think-ms",
         type=float,
-        default=0.0,
-        help="mean pause of each client after each answer (default 0: back to back)",
+        default=100.0,
+        help="mean pause of each client after each answer (default 100; 0: back to back)",
     )
     parser.add_argument("--sse-clients", type=int, default=SSE_CLIENTS)
     parser.add_argument("--profile", type=Path, help="run the server under cProfile into FILE")
@@ -786,8 +790,9 @@ def main() -> None:
         return
 
     print(
-        f"{HIST_JOBS * HIST_DAYS:,} runs in the store; {CLIENTS} closed-loop clients; "
-        f"{WORKERS} x `sleep 1` under real minders; {args.sse_clients} SSE clients while "
+        f"{HIST_JOBS * HIST_DAYS:,} runs in the store; {CLIENTS} clients pausing "
+        f"{args.think_ms:g} ms on average after each answer; {WORKERS} x `sleep 1` under "
+        f"real minders; {args.sse_clients} SSE clients while "
         f"{CHURN_DAYS:,} runs change; server in its own process, disk journal with fsync"
     )
     with tempfile.TemporaryDirectory() as tmp:
