@@ -58,9 +58,10 @@ loop (and the HTTP API on it) gets a core at once rather than after its turn. Th
 little but wait (a start, a note at the end; the command's output goes straight to its files),
 so on a machine busy with other work they are slowed by a fraction of a millisecond an attempt.
 The commands are not touched: each starts a session of its own, whose niceness is the usual 0.
-Where the kernel has no autogroups (``/proc/self/autogroup`` missing or read-only, or the
-processes are in a cgroup with a CPU controller, as under systemd with CPU accounting), nothing
-changes; the host says ``-`` and the launcher logs it at debug level.
+Where the kernel has no autogroups (``/proc/self/autogroup`` missing or refused), the host says
+``-`` and the launcher's log line about the host says so. Where it has them but does not use
+them (``kernel.sched_autogroup_enabled`` 0, or the processes in a cgroup with a CPU controller,
+as under systemd with CPU accounting), the niceness is set and does nothing.
 
 ``SIGCHLD`` is ignored in the host, so the kernel reaps its minders as they end: no zombies and
 no reaping loop. A minder is not the scheduler's child either way; the launcher waits for it

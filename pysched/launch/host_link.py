@@ -370,9 +370,9 @@ class MinderHost:
             "forked Python minders"
             if self.native is None
             else f"native minders ({self.native.path})",
-            "no per-session CPU shares here (autogroup)"
+            "its session's CPU niceness unchanged (no autogroups here)"
             if nice in ([], [b"-"])
-            else f"its session yields the CPU to the scheduler (autogroup nice {nice[0].decode()})",
+            else f"its session's CPU niceness {nice[0].decode()} (autogroup)",
         )
         return link
 

@@ -162,7 +162,7 @@ async def test_the_hosts_session_yields_the_cpu_and_the_command_keeps_its_share(
     assert host is not None
     assert autogroup_of(host)[1] == host_program.SESSION_NICE == 10
     assert autogroup_of(handle.info["minder_pid"]) == autogroup_of(host)
-    assert "its session yields the CPU to the scheduler (autogroup nice 10)" in caplog.text
+    assert "its session's CPU niceness 10 (autogroup)" in caplog.text
     assert (await handle.wait()).exit_code == 0
     name, nice = Path(_Paths.of(launcher.log_dir, spec).out).read_text().split()[0::2]
     assert (int(nice), name != autogroup_of(host)[0]) == (0, True)
