@@ -8,10 +8,8 @@ session, with a pipe on each of standard input and output, and asks it for minde
 
 The conversation, all of it binary and ordered:
 
-- the host first writes ``b"ready <pid> <kind> <nice>\\n"``: ``kind`` is ``native`` when it
-  makes native minders, else ``forked`` (the native minder it was given is not the file there
-  now); ``nice`` is its session's CPU niceness (below), or ``-`` when the kernel kept it at
-  the default;
+- the host first writes ``b"ready <pid> native\\n"`` when it makes native minders, else
+  ``b"ready <pid> forked\\n"`` (the native minder it was given is not the file there now);
 - each request is a 4-byte big-endian length, then ``marshal.dumps((id, job, marker))``:
   ``job`` is exactly what a minder reads (see ``pysched.launch.minder``), ``marker`` the path
   of the attempt's ``.spawned`` file;
@@ -50,19 +48,6 @@ For each request the host
    cannot crowd the scheduler's own loop off the CPU. The command still gets a session of its
    own.
 
-**The host's session yields the CPU to the scheduler.** Before it says it is ready, the host
-sets its session's niceness to ``SESSION_NICE`` (10) where the kernel shares the CPU by session
-(``/proc/self/autogroup``; any user may raise it). The host and all its minders then weigh, as
-one, about a tenth of the scheduler's loop, so while a burst of minders forks and execs, the
-loop (and the HTTP API on it) gets a core at once rather than after its turn. The minders do
-little but wait (a start, a note at the end; the command's output goes straight to its files),
-so on a machine busy with other work they are slowed by a fraction of a millisecond an attempt.
-The commands are not touched: each starts a session of its own, whose niceness is the usual 0.
-Where the kernel has no autogroups (``/proc/self/autogroup`` missing or refused), the host says
-``-`` and the launcher's log line about the host says so. Where it has them but does not use
-them (``kernel.sched_autogroup_enabled`` 0, or the processes in a cgroup with a CPU controller,
-as under systemd with CPU accounting), the niceness is set and does nothing.
-
 ``SIGCHLD`` is ignored in the host, so the kernel reaps its minders as they end: no zombies and
 no reaping loop. A minder is not the scheduler's child either way; the launcher waits for it
 with a pidfd and reads how it ended from its note. The host ignores SIGHUP and SIGINT, and
@@ -74,7 +59,6 @@ import marshal
 import os
 import stat  # (loaded by os already: costs the host nothing)
 import sys
-import time  # (built in: no file to load)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,33 +78,6 @@ else:
 
 class _Orphaned(Exception):
     """The scheduler that started this host has died."""
-
-
-SESSION_NICE = 10
-"""The host's session's CPU niceness (0 to 19; each step is about 1.25 times less CPU): see the
-docstring. Measured with ``tests/bench/bench_api.py --think-ms 100`` on two cores, the requests
-over 20 ms while 200 jobs start went from 3-18 a run to 3-8."""
-_AUTOGROUP = "/proc/self/autogroup"
-
-
-def lower_session_priority(nice: int = SESSION_NICE) -> str:
-    """Set this process's session's CPU niceness to ``nice``; return it as text, or ``-`` when
-    the kernel would not (no autogroups here). Linux lets an unprivileged user change it only
-    once in 0.1 s on the whole machine: one more try follows a refusal for that reason."""
-    for _ in range(2):
-        try:
-            autogroup = os.open(_AUTOGROUP, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.write(autogroup, b"%d" % nice)
-            finally:
-                os.close(autogroup)
-        except BlockingIOError:  # EAGAIN: someone else's change, within the last 0.1 s
-            time.sleep(0.11)
-            continue
-        except OSError:
-            return "-"
-        return str(nice)
-    return "-"
 
 
 def _ignore(signum: int, frame: "FrameType | None") -> None:
@@ -368,9 +325,7 @@ def main(args: "list[str] | None" = None) -> int:
     parent = os.getppid()
     minder.boot_id()  # read once here, so no forked minder reads it again
     gc.freeze()  # what is loaded now stays shared with every fork instead of being copied
-    kind = b"forked" if native is None else b"native"
-    nice = lower_session_priority().encode()
-    os.write(1, b"ready %d %s %s\n" % (os.getpid(), kind, nice))
+    os.write(1, b"ready %d %s\n" % (os.getpid(), b"forked" if native is None else b"native"))
     try:
         return serve(0, 1, parent, native)
     except BrokenPipeError:

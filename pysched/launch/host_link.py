@@ -354,8 +354,7 @@ class MinderHost:
             link.gone = True
             link.close()
             raise OSError(f"the minder host said {bytes(link.inbox[:end])[:80]!r}, not ready")
-        words = bytes(link.inbox[:end]).split()
-        kind, nice = words[2:3], words[3:4]
+        kind = bytes(link.inbox[:end]).split()[2:3]
         del link.inbox[: end + 1]
         if self.native is not None and kind != [b"native"]:
             log.warning(
@@ -365,14 +364,11 @@ class MinderHost:
             )
             self.native = None
         log.info(
-            "minder host started (pid %d): %s; %s",
+            "minder host started (pid %d): %s",
             process.pid,
             "forked Python minders"
             if self.native is None
             else f"native minders ({self.native.path})",
-            "its session's CPU niceness unchanged (no autogroups here)"
-            if nice in ([], [b"-"])
-            else f"its session's CPU niceness {nice[0].decode()} (autogroup)",
         )
         return link
 

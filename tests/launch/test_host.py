@@ -140,68 +140,6 @@ async def test_a_minder_has_its_own_group_in_the_hosts_session_and_its_command_a
     assert (await handle.wait()).exit_code == 0
 
 
-def autogroup_of(pid: int | str) -> tuple[str, int]:
-    """The kernel's autogroup of ``pid`` and its niceness: ``/autogroup-12 nice 10``."""
-    name, _, nice = Path(f"/proc/{pid}/autogroup").read_text().split()
-    return name, int(nice)
-
-
-needs_autogroups = pytest.mark.skipif(
-    not Path("/proc/self/autogroup").exists(), reason="the kernel has no autogroups"
-)
-
-
-@needs_autogroups
-async def test_the_hosts_session_yields_the_cpu_and_the_command_keeps_its_share(launcher, caplog):
-    """The host and its minders weigh, as one, a tenth of the scheduler's loop while a burst
-    of them starts; a command, in its own session, has the usual niceness 0."""
-    caplog.set_level("INFO")
-    spec = make_spec("cat /proc/self/autogroup; sleep 0.5")
-    handle = await launcher.start(spec)
-    host = host_of(launcher).pid
-    assert host is not None
-    assert autogroup_of(host)[1] == host_program.SESSION_NICE == 10
-    assert autogroup_of(handle.info["minder_pid"]) == autogroup_of(host)
-    assert "its session's CPU niceness 10 (autogroup)" in caplog.text
-    assert (await handle.wait()).exit_code == 0
-    name, nice = Path(_Paths.of(launcher.log_dir, spec).out).read_text().split()[0::2]
-    assert (int(nice), name != autogroup_of(host)[0]) == (0, True)
-
-
-def test_lowering_the_sessions_priority_where_the_kernel_cannot(tmp_path, monkeypatch):
-    monkeypatch.setattr(host_program, "_AUTOGROUP", str(tmp_path / "no-such-file"))
-    assert host_program.lower_session_priority() == "-"
-
-
-def test_lowering_the_sessions_priority_tries_again_after_the_kernels_rate_limit(
-    tmp_path, monkeypatch
-):
-    """Unprivileged, Linux takes one autogroup change a tenth of a second, machine-wide."""
-    written: list[bytes] = []
-    refusals = iter([True])
-
-    class Os:
-        """The host's ``os``, but its first write to the autogroup is refused."""
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(os, name)
-
-        @staticmethod
-        def write(fd: int, data: bytes) -> int:
-            if next(refusals, False):
-                raise BlockingIOError("EAGAIN")
-            written.append(data)
-            return len(data)
-
-    monkeypatch.setattr(host_program, "_AUTOGROUP", os.devnull)
-    monkeypatch.setattr(host_program, "os", Os())
-    monkeypatch.setattr(host_program.time, "sleep", lambda seconds: None)
-    assert host_program.lower_session_priority(7) == "7"
-    assert written == [b"7"]
-    refusals = iter([True, True])
-    assert host_program.lower_session_priority(7) == "-"
-
-
 async def test_prepare_with_a_host_that_cannot_start_only_logs(tmp_path, caplog):
     launcher = LocalLauncher(tmp_path / "logs", python="/no/such/python", minder_host=True)
     await launcher.prepare()  # never raises: the first start reports it
