@@ -38,17 +38,17 @@ The server's CPU time per phase (``/proc/PID/stat``) is reported beside the late
 shared two-core machine it is the figure that moves least from run to run.
 
 Figures (last line, JSON): ``*_p99_ms_rest`` / ``*_p99_ms_busy`` for ``list`` (goal p99 <= 100
-ms) and ``one`` (goal p99 <= 20 ms), with p50 and max; ``healthz_p99_ms`` (healthz beside them in
-phase 1) and ``floor_p99_ms`` (phase 0) to read them against on a noisy machine; request rates;
-``server_cpu_ms_per_req_*``; ``sse_clients``, ``sse_clients_complete``, ``sse_events`` (per
-client), ``sse_deliver_s`` (release sent to the end marker at the last client),
+ms) and ``one`` (goal p99 <= 20 ms), with p50 and max; ``healthz_p99_ms`` (healthz beside them
+in phase 1) and ``floor_p99_ms`` (phase 0) to read them against on a noisy machine; request
+rates; ``server_cpu_ms_per_req_*``; ``sse_clients``, ``sse_clients_complete``, ``sse_events``
+(per client), ``sse_deliver_s`` (release sent to the end marker at the last client),
 ``sse_server_us_per_frame`` (server CPU over frames delivered); ``busy_starting_s`` (trigger to
 the last of the 200 commands' starts), ``busy_starting_requests`` and ``busy_starting_mean_ms``
 (the requests sent in that window and their mean latency: on two cores it is where the busy
-phase's slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms); ``lag_p99_ms_*`` per phase (goal for
-``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest cyclic-collector pass in each phase
-(``gc.callbacks``: a long tick that matches one is the collector, not the engine); and the goals
-as booleans.
+phase's slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms);
+``lag_p99_ms_*`` per phase (goal for ``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest
+cyclic-collector pass in each phase (``gc.callbacks``: a long tick that matches one is the
+collector, not the engine); and the goals as booleans.
 
 Run: ``uv run python tests/bench/bench_api.py [--rounds N] [--think-ms MS] [--profile FILE]
 [--rounds-of-loop]``. ``--profile`` runs the server under cProfile (slower; for finding where
