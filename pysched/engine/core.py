@@ -167,6 +167,11 @@ class EngineCore:
         """True from a pass's first change until its commit returns: the book shows changes
         the journal does not hold yet."""
         self._pass_closed = trio.Event()
+        self._readers_waiting = 0
+        """Tasks in ``committed()`` waiting for the open pass to close."""
+        self._readers_through: trio.Event | None = None
+        """Set once the readers a pass's close woke have all run: the loop opens no pass
+        before (``_let_readers_through``)."""
         self._index_config()
 
     # -- public ---------------------------------------------------------------------------
@@ -195,9 +200,20 @@ class EngineCore:
         reader that looks during that await, or while a big pass yields between its slices
         (``SLICE``), would see a change that a failed commit then takes back. Returns at once
         (no checkpoint) when no pass is open.
+
+        A reader waits for one pass at most: the loop opens no new pass until the readers that
+        the last close woke have run (without it, while work kept arriving, as when 200
+        attempts start at once, a reader could find the next pass already open each time it
+        woke, and wait through five of them and their commits).
         """
         while self._pass_open:
-            await self._pass_closed.wait()
+            self._readers_waiting += 1
+            try:
+                await self._pass_closed.wait()
+            finally:
+                self._readers_waiting -= 1
+                if not self._readers_waiting and self._readers_through is not None:
+                    self._readers_through.set()
 
     def stop_starting(self) -> None:
         """Fire nothing more and start no more attempts: the first step of a graceful stop,
@@ -357,6 +373,7 @@ class EngineCore:
                 # and it all goes into this pass and its one commit
                 await trio.lowlevel.checkpoint()
                 continue
+            await self._let_readers_through()
             self._busy = True
             self._now = self.clock.now()
             self._pass_open = True
@@ -424,8 +441,19 @@ class EngineCore:
 
     def _close_pass(self) -> None:
         self._pass_open = False
+        if self._readers_waiting:
+            self._readers_through = trio.Event()
         self._pass_closed.set()
         self._pass_closed = trio.Event()
+
+    async def _let_readers_through(self) -> None:
+        """Before a new pass: wait until the readers the last close woke have looked (they
+        run in the next turn of the scheduler, each with nothing between its wake and its
+        read)."""
+        through = self._readers_through
+        if through is not None:
+            await through.wait()  # (set by the last of them to wake: it must find it here)
+            self._readers_through = None
 
     def _handle(self, work: Work) -> None:
         if isinstance(work, Fire):

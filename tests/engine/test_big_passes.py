@@ -169,3 +169,41 @@ async def test_a_burst_of_triggers_and_starts_is_folded_in_slices(
     # between two of the ticker's turns at most (unsliced, the 200 triggers were one step)
     assert max(runs for runs, _ in growth) <= 2 * WORK_SLICE
     assert max(attempts for _, attempts in growth) <= 2 * WORK_SLICE
+
+
+async def test_a_reader_waits_for_one_pass_at_most_while_work_keeps_coming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Twenty tasks triggering back to back keep a pass always due (as 200 attempts starting
+    at once do); a reader that finds a pass open reads as soon as that one closes, not after
+    the next ones too, and what it reads is committed."""
+    h = Harness(config_from(CONFIG))
+    async with h.engine() as engine:
+        closes = 0
+        close_pass = engine._close_pass  # pyright: ignore[reportPrivateUsage]
+
+        def counting_close() -> None:
+            nonlocal closes
+            closes += 1
+            close_pass()
+
+        monkeypatch.setattr(engine, "_close_pass", counting_close)
+        waited: list[int] = []
+        done = False
+
+        async def trigger_back_to_back() -> None:
+            while not done:
+                await engine.trigger("gate")
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(20):
+                nursery.start_soon(trigger_back_to_back)
+            while len(waited) < 200:
+                await trio.lowlevel.checkpoint()
+                if engine._pass_open:  # pyright: ignore[reportPrivateUsage]
+                    before = closes
+                    await engine.committed()
+                    waited.append(closes - before)
+                    assert not engine._pass_open  # pyright: ignore[reportPrivateUsage]
+            done = True
+        assert set(waited) == {1}
