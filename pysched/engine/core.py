@@ -205,6 +205,9 @@ class EngineCore:
         the last close woke have run (without it, while work kept arriving, as when 200
         attempts start at once, a reader could find the next pass already open each time it
         woke, and wait through five of them and their commits).
+
+        **Cancellation:** a reader cancelled while it waits still leaves the count, and the
+        last one out lets the loop on, so a cancelled read never holds the engine.
         """
         while self._pass_open:
             self._readers_waiting += 1
@@ -452,7 +455,8 @@ class EngineCore:
         read)."""
         through = self._readers_through
         if through is not None:
-            await through.wait()  # (set by the last of them to wake: it must find it here)
+            # cleared only after the wait: the last reader finds the event through this attribute
+            await through.wait()
             self._readers_through = None
 
     def _handle(self, work: Work) -> None:
