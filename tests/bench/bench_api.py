@@ -43,9 +43,10 @@ in phase 1) and ``floor_p99_ms`` (phase 0) to read them against on a noisy machi
 rates; ``server_cpu_ms_per_req_*``; ``sse_clients``, ``sse_clients_complete``, ``sse_events``
 (per client), ``sse_deliver_s`` (release sent to the end marker at the last client),
 ``sse_server_us_per_frame`` (server CPU over frames delivered); ``busy_starting_s`` (trigger to
-the last of the 200 commands' starts), ``busy_starting_requests`` and ``busy_starting_mean_ms``
-(the requests sent in that window and their mean latency: on two cores it is where the busy
-phase's slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms);
+the pass in which the engine started the last of the 200 attempts; their commands follow over
+``busy_ends_span_s`` or so), ``busy_starting_requests`` and ``busy_starting_mean_ms`` (the
+requests sent in that window and their mean latency: on two cores it is where the busy phase's
+slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms);
 ``lag_p99_ms_*`` per phase (goal for ``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest
 cyclic-collector pass in each phase (``gc.callbacks``: a long tick that matches one is the
 collector, not the engine); and the goals as booleans.
@@ -529,21 +530,18 @@ async def run_clients(
         answer = await client.get(f"/api/v1/runs?date={run_date}&limit=1000")
         today_runs = answer.json()["runs"]
         out["busy_states"] = _count(run["state"] for run in today_runs)
-        # the engine stamps a burst's attempts with one start time; their ends (the minders'
-        # own, each ``sleep 1`` later) show how the starts were spread
-        ends = sorted(
-            datetime.fromisoformat(run["ended_at"]).timestamp()
-            for run in today_runs
-            if run["job"].startswith("w-") and run["ended_at"]
-        )
+        workers = [run for run in today_runs if run["job"].startswith("w-")]
+
+        def stamps(key: str) -> list[float]:  # on the wall clock
+            return sorted(datetime.fromisoformat(r[key]).timestamp() for r in workers if r[key])
+
+        # an attempt's start is the engine's (the pass that started it, journaled before the
+        # minder is asked for); its end is the minder's own, ``sleep 1`` after the command
+        # started, so the ends show how the commands' starts were spread
+        ends = stamps("ended_at")
         out["busy_ends_span_s"] = round(ends[-1] - ends[0], 2) if ends else None
-        # the burst's starts, each attempt's own (on the wall clock: moved onto CLOCK_MONOTONIC)
         wall_to_monotonic = time.monotonic() - time.time()
-        out["busy_starts"] = sorted(
-            datetime.fromisoformat(run["started_at"]).timestamp() + wall_to_monotonic
-            for run in today_runs
-            if run["job"].startswith("w-") and run["started_at"]
-        )
+        out["busy_starts"] = [at + wall_to_monotonic for at in stamps("started_at")]
 
         # phase 3: 1,000 held runs, 100 event-stream clients, then the 1,000 runs change at once
         say("phase 3: event streams")
@@ -651,8 +649,9 @@ SLOW_MS = 20.0
 
 
 def while_starting(busy: Latencies, trigger: float, starts: list[float]) -> dict[str, Any]:
-    """How the busy phase's requests fared while its commands started: between the trigger and
-    the last start, the requests sent and their mean latency; and over the whole phase, how
+    """How the busy phase's requests fared while the engine started its attempts: between the
+    trigger and the last attempt's start (``starts``, the engine's), the requests sent and their
+    mean latency; and over the whole phase, how
     many took over ``SLOW_MS`` (any kind). Steadier than a p99 over about 120 requests a kind,
     which is about the second-slowest and so rests on which kinds fell into this window."""
     last = starts[-1] if starts else trigger
@@ -706,8 +705,8 @@ def report(
     )
     starting = while_starting(result["busy"], phases.windows["busy"][0], result["busy_starts"])
     print(
-        f"  while the {WORKERS} commands started ({starting['busy_starting_s']} s from the "
-        f"trigger): {starting['busy_starting_requests']} requests sent, mean "
+        f"  while the engine started the {WORKERS} attempts ({starting['busy_starting_s']} s "
+        f"from the trigger): {starting['busy_starting_requests']} requests sent, mean "
         f"{starting['busy_starting_mean_ms']} ms; requests over {SLOW_MS:g} ms in the whole "
         f"busy phase: {starting['busy_over_20_ms']}"
     )
