@@ -168,10 +168,8 @@ class EngineCore:
         the journal does not hold yet."""
         self._pass_closed = trio.Event()
         self._readers_waiting = 0
-        """Tasks in ``committed()`` waiting for the open pass to close."""
-        self._readers_through: trio.Event | None = None
-        """Set once the readers a pass's close woke have all run: the loop opens no pass
-        before (``_let_readers_through``)."""
+        """Tasks in ``committed()`` waiting for the open pass to close, or woken by its close
+        and not yet run: the loop opens no pass while there are any."""
         self._index_config()
 
     # -- public ---------------------------------------------------------------------------
@@ -206,8 +204,8 @@ class EngineCore:
         attempts start at once, a reader could find the next pass already open each time it
         woke, and wait through five of them and their commits).
 
-        **Cancellation:** a reader cancelled while it waits still leaves the count, and the
-        last one out lets the loop on, so a cancelled read never holds the engine.
+        **Cancellation:** a reader cancelled while it waits still leaves the count, so a
+        cancelled read never holds the engine.
         """
         while self._pass_open:
             self._readers_waiting += 1
@@ -215,8 +213,6 @@ class EngineCore:
                 await self._pass_closed.wait()
             finally:
                 self._readers_waiting -= 1
-                if not self._readers_waiting and self._readers_through is not None:
-                    self._readers_through.set()
 
     def stop_starting(self) -> None:
         """Fire nothing more and start no more attempts: the first step of a graceful stop,
@@ -376,7 +372,8 @@ class EngineCore:
                 # and it all goes into this pass and its one commit
                 await trio.lowlevel.checkpoint()
                 continue
-            await self._let_readers_through()
+            while self._readers_waiting:  # woken by the last close: they run in the next turn
+                await trio.lowlevel.checkpoint()
             self._busy = True
             self._now = self.clock.now()
             self._pass_open = True
@@ -444,20 +441,8 @@ class EngineCore:
 
     def _close_pass(self) -> None:
         self._pass_open = False
-        if self._readers_waiting:
-            self._readers_through = trio.Event()
         self._pass_closed.set()
         self._pass_closed = trio.Event()
-
-    async def _let_readers_through(self) -> None:
-        """Before a new pass: wait until the readers the last close woke have looked (they
-        run in the next turn of the scheduler, each with nothing between its wake and its
-        read)."""
-        through = self._readers_through
-        if through is not None:
-            # cleared only after the wait: the last reader finds the event through this attribute
-            await through.wait()
-            self._readers_through = None
 
     def _handle(self, work: Work) -> None:
         if isinstance(work, Fire):
