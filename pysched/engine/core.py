@@ -214,6 +214,14 @@ class EngineCore:
             finally:
                 self._readers_waiting -= 1
 
+    def journaled(self, run: Run) -> bool:
+        """Whether the run's record (``Run.record``) is one the journal holds, so a reader
+        may show it without waiting for ``committed``: always between passes, and during a
+        pass for every run but one the pass is making. A run the open pass changes keeps its
+        committed record until the commit replaces it (``_touch``), so a reader during the
+        pass sees the run as it was before the pass, never half of it."""
+        return run.committed is not None or not self._pass_open
+
     def stop_starting(self) -> None:
         """Fire nothing more and start no more attempts: the first step of a graceful stop,
         taken before anything that may take a while (requests in flight finishing). Attempts
@@ -496,6 +504,9 @@ class EngineCore:
         except StoreError as exc:
             self._fail_stop(exc)
             return False
+        for record in self._records:
+            if record.type == "action":  # shown only once written, even during a pass
+                self._actions[record.data["id"]] = record.data
         for run, data in zip(changed, written, strict=True):
             run.committed = data  # the copy fail-stop goes back to
             self.book.changed(run)
@@ -1351,13 +1362,12 @@ class EngineCore:
             "action": action,
             "target": target,
         }
-        self._actions[data["id"]] = data
-        self._undo.append(lambda: self._actions.pop(data["id"], None))
-        self._records.append(Record(type="action", data=data))
+        self._records.append(Record(type="action", data=data))  # joins _actions at its commit
         self._publish(now, "action", data)
 
     def actions_for(self, target: str) -> list[Mapping[str, Any]]:
-        """Operator actions recorded against a run id or job name, oldest first."""
+        """Operator actions journaled against a run id or job name, oldest first (an action
+        recorded in the open pass joins them at its commit)."""
         return [a for a in self._actions.values() if a.get("target") == target]
 
     def run_date_for_today(self, job: Job) -> date:

@@ -91,7 +91,7 @@ def create_app(context: WebContext) -> QuartTrio:
                     caller=caller,
                     headers={key.lower(): value for key, value in request.headers.items()},
                 )
-                if route.method == "GET":
+                if route.method == "GET" and route.waits_for_commit:
                     # a read shows only what the journal holds (invariant 1)
                     await context.engine.committed()
                 answer = await route.handler(call)

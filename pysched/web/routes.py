@@ -61,6 +61,12 @@ class Route:
     give: 401/403/503 with a role, 400/413 with a body (and 422 with body fields), 400 for a
     query value that cannot be read and 422 for a date outside the years the API accepts."""
     tag: str = "runs"
+    waits_for_commit: bool = True
+    """A GET first waits until no engine pass is open (``EngineCore.committed``), so its
+    handler reads only what the journal holds (invariant 1). False for a handler that reads
+    nothing a pass changes before its commit (runs' journal records, journaled actions, the
+    event log, nothing of the engine at all): it answers during a pass, with the state before
+    it, instead of waiting for the pass's commit (up to about 15 ms while a burst starts)."""
 
     @property
     def openapi_path(self) -> str:
@@ -76,13 +82,15 @@ _EVENT_ID = {"minimum": 0, "maximum": EVENT_ID_MAX}
 
 ROUTES: tuple[Route, ...] = (
     Route(method="GET", path="/healthz", role=None, handler=service.healthz,
-          summary="Liveness: the process answers.", result="Health", tag="service"),
+          summary="Liveness: the process answers.", result="Health", tag="service",
+          waits_for_commit=False),
     Route(method="GET", path="/readyz", role=None, handler=service.readyz,
-          summary="Readiness: the engine runs.", result="Health", errors=(503,), tag="service"),
+          summary="Readiness: the engine runs.", result="Health", errors=(503,), tag="service",
+          waits_for_commit=False),
     Route(method="GET", path="/metrics", role=Role.VIEWER, handler=service.metrics,
           summary="Prometheus metrics (text format 0.0.4).", result="text", tag="service"),
     Route(method="GET", path="/api/v1/openapi.json", role=None, handler=service.openapi,
-          summary="This document.", result="object", tag="service"),
+          summary="This document.", result="object", tag="service", waits_for_commit=False),
     Route(method="GET", path="/api/v1/jobs", role=Role.VIEWER, handler=read.list_jobs,
           summary="Every job: definition, next three firings, five latest runs.",
           result="JobList", tag="jobs"),
@@ -115,10 +123,10 @@ ROUTES: tuple[Route, ...] = (
                  Param(name="limit", description="At most this many, the newest (1000).",
                        schema="integer",
                        rules={"minimum": 1, "maximum": read.RUNS_LIMIT_MAX})),
-          result="RunList", errors=(400,)),
+          result="RunList", errors=(400,), waits_for_commit=False),
     Route(method="GET", path="/api/v1/runs/<run_id>", role=Role.VIEWER, handler=read.one_run,
           summary="One run with its attempts, recent events and actions.", result="RunDetail",
-          errors=(404,)),
+          errors=(404,), waits_for_commit=False),
     Route(method="GET", path="/api/v1/runs/<run_id>/attempts/<attempt>/log", role=Role.VIEWER,
           handler=read.attempt_log, summary="A slice of an attempt's stdout or stderr.",
           query=(Param(name="stream", description="stdout (default) or stderr.",

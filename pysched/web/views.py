@@ -41,6 +41,7 @@ def attempt_view(attempt: Mapping[str, Any]) -> dict[str, Any]:
 
 _START_FAILED = AttemptOutcome.START_FAILED.value
 _SUCCEEDED = AttemptOutcome.SUCCEEDED.value
+_SUCCEEDED_STATE = RunState.SUCCEEDED.value
 _FINISHED = frozenset(state.value for state in RunState if state.finished)
 
 
@@ -88,9 +89,9 @@ class TypicalDurations:
             return known[1]
         durations: list[float] = []
         for run in reversed(self._book.runs_of_job(job)):
-            if run.state is not RunState.SUCCEEDED:
+            record = run.record()  # what the journal holds, even while a pass changes the run
+            if record["state"] != _SUCCEEDED_STATE:
                 continue
-            record = run.record()
             attempts = record.get("attempts")
             # a run marked successful whose attempts all failed says nothing of the job
             if (
