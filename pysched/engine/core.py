@@ -69,13 +69,21 @@ checkpoint between them, rather than one pass of 30-60 ms that a 10 ms ticker wo
 SLICE = 100
 """A pass that changes many runs (an operator releasing a held job's 1,000 runs) yields to the
 other tasks every this many steps: its handler's steps, the runs it encodes for the journal and
-the effects it runs after the commit. The pass stays one atomic commit; readers wait for it
-(``committed``) as they wait for any commit, and the loop is never blocked for more than a few
-milliseconds at a time."""
-WORK_SLICE = 16
+the effects it runs after the commit. The pass stays one atomic commit: readers wait for it
+(``committed``) or read only what it leaves alone until then (``journaled``), and the loop is
+never blocked for more than a few milliseconds at a time."""
+WORK_SLICE = 1
 """The heavier steps of a pass yield every this many: inbox items folded (200 triggers arriving
 at once are one pass), dependents re-evaluated, attempts started (each renders its command and
-environment). Each costs 0.1-0.3 ms, so a slice is a few milliseconds."""
+environment). Each costs 0.1-0.3 ms, so the loop is held for that long at a time. Short steps are
+what keeps an API request quick while a burst starts: a request needs several turns of trio's
+scheduler (read, route, answer, write), and each turn waits for the step the engine takes in
+it. 16 made steps of a few milliseconds, and a one-run read while 200 attempts started took
+over 20 ms in most runs; 4 and 2 did better, 1 best (docs/benchmarks.md, "Measurements of
+2026-12-02, evening"). A checkpoint costs a few microseconds."""
+EVENTS_PER_EFFECT = 16
+"""Events asked one after another in a pass are published by one effect, up to this many (the
+event streams wake once per effect, not once per event)."""
 
 
 class _Watch:
@@ -628,11 +636,12 @@ class EngineCore:
 
     def _publish(self, at: datetime, kind: str, data: Mapping[str, Any]) -> None:
         """Publish an event once this pass is committed, in the order asked. Events asked
-        one after another share one effect (up to ``WORK_SLICE`` of them, so the loop still yields
-        every ``SLICE`` effects within a few milliseconds): readers wake once per effect."""
+        one after another share one effect (up to ``EVENTS_PER_EFFECT`` of them, so the loop
+        still yields every ``SLICE`` effects within a few milliseconds): readers wake once per
+        effect."""
         due = self._events_due
         if (
-            len(due) >= WORK_SLICE
+            len(due) >= EVENTS_PER_EFFECT
             or not self._effects
             or self._effects[-1] is not self._events_effect
         ):
