@@ -132,6 +132,8 @@ class EngineCore:
         self._wakeup = trio.Event()
         self._idle = trio.Event()
         self._busy = False
+        self._loop_ended = False
+        """The loop has ended (cancelled or fail-stopped): a call is refused at once."""
         self._failed = trio.Event()
         self._slots = Slots(config.scheduler.max_running, config.pools)
         self._heap: list[tuple[datetime, int, str, Firing]] = []
@@ -376,6 +378,21 @@ class EngineCore:
         self._wakeup.set()
 
     async def _loop(self) -> None:
+        """Take passes until cancelled or fail-stopped.
+
+        **Cancellation:** every call is answered, wherever the cancellation lands: those of a
+        pass not yet written get ``EngineStopped`` (nothing of the pass stays), those of a pass
+        written get their result even if its effects were cut short (the next engine recovers
+        attempts it did not start), and those still in the inbox get ``EngineStopped``, as
+        does every call made afterwards.
+        """
+        try:
+            await self._passes()
+        finally:
+            self._loop_ended = True
+            self._fail_pending_calls()
+
+    async def _passes(self) -> None:
         while True:
             if not self._inbox:
                 self._busy = False
@@ -392,13 +409,12 @@ class EngineCore:
                 await trio.lowlevel.checkpoint()
             self._busy = True
             self._now = self.clock.now()
+            batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
+            calls = [work for work in batch if isinstance(work, Call)]
             self._pass_open = True
-            calls: list[Call] = []
             try:
-                batch = [self._inbox.popleft() for _ in range(min(len(self._inbox), INBOX_BATCH))]
                 for index, work in enumerate(batch, 1):
                     if isinstance(work, Call):
-                        calls.append(work)
                         await self._call(work)
                     else:
                         self._handle(work)
@@ -420,15 +436,16 @@ class EngineCore:
                 for call in calls:
                     call.error = call.error or EngineStopped(f"the engine stopped: {self.error}")
                     call.done.set()
-                self._fail_pending_calls()
                 return
             effects, self._effects = self._effects, []
-            for index, effect in enumerate(effects, 1):
-                effect()
-                if index % SLICE == 0:
-                    await trio.lowlevel.checkpoint()
-            for call in calls:
-                call.done.set()
+            try:
+                for index, effect in enumerate(effects, 1):
+                    effect()
+                    if index % SLICE == 0:
+                        await trio.lowlevel.checkpoint()
+            finally:
+                for call in calls:
+                    call.done.set()
             self._maybe_snapshot()
             self._now = None
             await trio.lowlevel.checkpoint()
@@ -555,10 +572,11 @@ class EngineCore:
         self._effects = []
 
     def _fail_pending_calls(self) -> None:
+        why = f"the engine stopped: {self.error}" if self.error is not None else None
         while self._inbox:
             work = self._inbox.popleft()
             if isinstance(work, Call):
-                work.error = EngineStopped(f"the engine stopped: {self.error}")
+                work.error = EngineStopped(why or "the engine stopped before this was written")
                 work.done.set()
 
     async def call(self, handler: Callable[[], Any]) -> Any:
@@ -579,6 +597,8 @@ class EngineCore:
     async def _submit(self, work: Call) -> Any:
         if self.error is not None:
             raise EngineStopped(f"the engine stopped: {self.error}")
+        if self._loop_ended:
+            raise EngineStopped("the engine has stopped")
         self._post(work)
         await work.done.wait()
         if work.error is not None:

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 import pytest
 import trio
 
-from pysched.engine import Engine, RunState
+from pysched.engine import Engine, RunState, core
 from pysched.engine.core import WORK_SLICE
 from pysched.errors import EngineStopped
 from tests.engine.harness import Harness, config_from
@@ -128,6 +128,53 @@ async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
     async with h.engine(store=h.store.reopen()) as again:
         assert {run.state for run in again.book.runs(job="churn")} == {RunState.HELD}
         assert again.held_jobs == frozenset({"churn"})
+
+
+
+TRIGGERS_CONFIG = "jobs:\n" + "".join(
+    f'  t{i}: {{schedule: "0 3 1 1 *", command: x}}\n' for i in range(6)
+)
+
+
+async def triggers_stopped_after(turns: int) -> tuple[dict[str, str], set[str]]:
+    """Six triggers posted together, the engine cancelled ``turns`` scheduler turns later:
+    what each caller was answered, and the runs the journal holds afterwards."""
+    h = Harness(config_from(TRIGGERS_CONFIG))
+    answers: dict[str, str] = {}
+
+    async def trigger(engine: Engine, job: str) -> None:
+        try:
+            await engine.trigger(job)
+            answers[job] = "ok"
+        except EngineStopped:
+            answers[job] = "stopped"
+
+    with trio.fail_after(30):  # a caller left waiting fails the test rather than hang it
+        async with trio.open_nursery() as outer:
+            with trio.CancelScope() as engine_scope:
+                async with h.engine() as engine:
+                    for job in engine.config.jobs:
+                        outer.start_soon(trigger, engine, job)
+                    for _ in range(turns):
+                        await trio.lowlevel.checkpoint()
+                    engine_scope.cancel()
+                    await trio.sleep_forever()
+    async with h.engine(store=h.store.reopen()) as again:
+        written = {run.job for run in again.book.runs()}
+    return answers, written
+
+
+@pytest.mark.parametrize("turns", range(0, 40, 2))
+async def test_an_engine_stopped_at_any_turn_answers_every_caller_truly(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, turns: int
+) -> None:
+    """Wherever the cancellation lands (a pass folding its batch, its commit, its effects, or
+    the inbox not yet taken), every caller is answered: ``ok`` for a run the journal holds,
+    ``EngineStopped`` for one it does not."""
+    monkeypatch.setattr(core, "SLICE", 1)  # the effects yield after each one: more places to land
+    answers, written = await triggers_stopped_after(turns)
+    assert len(answers) == 6
+    assert {job for job, answer in answers.items() if answer == "ok"} == written
 
 
 BURST = 200
