@@ -130,7 +130,6 @@ async def test_an_engine_stopped_in_the_middle_of_a_big_pass_keeps_none_of_it(
         assert again.held_jobs == frozenset({"churn"})
 
 
-
 TRIGGERS_CONFIG = "jobs:\n" + "".join(
     f'  t{i}: {{schedule: "0 3 1 1 *", command: x}}\n' for i in range(6)
 )
