@@ -21,6 +21,9 @@ from pysched.store import MemoryStore, Record
 from tests.web.api_harness import Api, open_api
 
 DAY = date(2026, 10, 16)
+commit_written_or_failed = pytest.mark.parametrize(
+    "fail", [False, True], ids=["commit_written", "commit_failed"]
+)
 
 
 class GatedStore(MemoryStore):
@@ -82,7 +85,7 @@ async def read_during_commit(
     return reads
 
 
-@pytest.mark.parametrize("fail", [False, True], ids=["commit_written", "commit_failed"])
+@commit_written_or_failed
 async def test_a_run_being_made_is_not_listed_and_shown_by_id_once_written(
     tmp_path: Path, fail: bool
 ) -> None:
@@ -110,7 +113,7 @@ async def test_a_run_being_made_is_not_listed_and_shown_by_id_once_written(
         assert status == 200 and body["count"] == (0 if fail else 1)
 
 
-@pytest.mark.parametrize("fail", [False, True], ids=["commit_written", "commit_failed"])
+@commit_written_or_failed
 async def test_a_run_being_changed_is_read_as_it_was_until_its_commit(
     tmp_path: Path, fail: bool
 ) -> None:
