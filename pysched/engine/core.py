@@ -572,11 +572,14 @@ class EngineCore:
         self._effects = []
 
     def _fail_pending_calls(self) -> None:
-        why = f"the engine stopped: {self.error}" if self.error is not None else None
+        if self.error is not None:
+            why = f"the engine stopped: {self.error}"
+        else:
+            why = "the engine stopped before this was written"
         while self._inbox:
             work = self._inbox.popleft()
             if isinstance(work, Call):
-                work.error = EngineStopped(why or "the engine stopped before this was written")
+                work.error = EngineStopped(why)
                 work.done.set()
 
     async def call(self, handler: Callable[[], Any]) -> Any:

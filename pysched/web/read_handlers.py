@@ -140,10 +140,10 @@ async def one_run(call: Call) -> Reply:
     engine = call.engine
     # no wait for an open pass (``waits_for_commit``): the run as its journal record has it,
     # with its journaled actions and published events; a run the pass is making once written
-    found = engine.book.find(call.args["run_id"])
-    if found is not None and not engine.journaled(found):
-        await engine.committed()
     run = _run(call)
+    if not engine.journaled(run):
+        await engine.committed()
+        run = _run(call)  # gone if its pass was not written
     events = [event_view(event) for event in engine.events.for_run(run.run_id)]
     actions = [action_view(action) for action in engine.actions_for(run.run_id)]
     view = call.views.encoded(run, engine.clock.now())[:-1]  # the run's view, still open

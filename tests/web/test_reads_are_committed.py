@@ -52,14 +52,15 @@ class Reads:
 
 async def read_during_commit(
     api: Api,
-    store: GatedStore,
     action: Callable[[], Awaitable[object]],
     paths: dict[str, str],
     *,
     fail: bool,
 ) -> Reads:
     """Run ``action``, hold its commit, send a GET to each of ``paths`` meanwhile, then let
-    the commit go on (or fail)."""
+    the commit go on (or fail). The API's store must be a ``GatedStore``."""
+    store = api.harness.store
+    assert isinstance(store, GatedStore)
     reads = Reads()
     store.gate = trio.Event()
     store.waiting = trio.Event()
@@ -89,11 +90,9 @@ async def read_during_commit(
 async def test_a_run_being_made_is_not_listed_and_shown_by_id_once_written(
     tmp_path: Path, fail: bool
 ) -> None:
-    store = GatedStore()
-    async with open_api(tmp_path, store=store) as api:
+    async with open_api(tmp_path, store=GatedStore()) as api:
         reads = await read_during_commit(
             api,
-            store,
             lambda: api.engine.trigger("extract", DAY),
             {
                 "list": "/api/v1/runs?date=2026-10-16",
@@ -117,14 +116,12 @@ async def test_a_run_being_made_is_not_listed_and_shown_by_id_once_written(
 async def test_a_run_being_changed_is_read_as_it_was_until_its_commit(
     tmp_path: Path, fail: bool
 ) -> None:
-    store = GatedStore()
-    async with open_api(tmp_path, store=store) as api:
+    async with open_api(tmp_path, store=GatedStore()) as api:
         run = await api.engine.trigger("transform", DAY, by="alice")  # waits for extract
         assert run.state.value == "waiting"
         one = f"/api/v1/runs/{run.run_id}"
         reads = await read_during_commit(
             api,
-            store,
             lambda: api.engine.hold(run.run_id, by="bob"),
             {
                 "one": one,
@@ -156,14 +153,12 @@ async def test_a_rerun_run_keeps_its_duration_in_the_jobs_typical_one_until_writ
     """The job's typical duration is worked out from journal records too: while the rerun
     of its one succeeded run is being written, the run still counts as it was. A read that
     looks at the live run (an attempt's log: the rerun's attempt 2) waits for the commit."""
-    store = GatedStore()
-    async with open_api(tmp_path, store=store) as api:
+    async with open_api(tmp_path, store=GatedStore()) as api:
         run = await api.engine.trigger("extract", DAY)
         await api.advance(minutes=5)
         one = f"/api/v1/runs/{run.run_id}"
         reads = await read_during_commit(
             api,
-            store,
             lambda: api.engine.rerun(run.run_id),
             {"one": one, "log": f"{one}/attempts/2/log"},
             fail=False,
