@@ -35,7 +35,12 @@ paced clients; the closed loop measures throughput):
    ``reset``.
 
 The server's CPU time per phase (``/proc/PID/stat``) is reported beside the latencies: on a
-shared two-core machine it is the figure that moves least from run to run.
+shared two-core machine it is the figure that moves least from run to run. Beside it, the whole
+machine's busy CPU time (``/proc/stat``) and how long the server's loop thread waited on the
+kernel's run queue for a core (``/proc/PID/task/PID/schedstat``): the first says how much else
+ran, the second how much of that came between the loop and its work. (On a virtual machine the
+second also counts the microseconds an idle virtual CPU takes to wake, a few hundred ms over a
+phase at rest: compare it between phases and runs, not with zero.)
 
 Figures (last line, JSON): ``*_p99_ms_rest`` / ``*_p99_ms_busy`` for ``list`` (goal p99 <= 100
 ms) and ``one`` (goal p99 <= 20 ms), with p50 and max; ``healthz_p99_ms`` (healthz beside them
@@ -47,6 +52,9 @@ the pass in which the engine started the last of the 200 attempts; their command
 ``busy_ends_span_s`` or so), ``busy_starting_requests`` and ``busy_starting_mean_ms`` (the
 requests sent in that window and their mean latency: on two cores it is where the busy phase's
 slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms);
+``machine_cpu_s_*`` and ``server_queued_ms_*`` per phase (above); ``file_create_us``, the CPU
+time one new file cost in the bench's folder before it began (``figures.file_create_us``: the
+busy phase creates four files an attempt, and on some file systems that cost moves tenfold);
 ``lag_p99_ms_*`` per phase (goal for ``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest
 cyclic-collector pass in each phase (``gc.callbacks``: a long tick that matches one is the
 collector, not the engine); and the goals as booleans.
@@ -81,7 +89,7 @@ from typing import Any
 
 import httpx
 import trio
-from figures import percentile
+from figures import file_create_us, machine_busy_s, percentile
 from loop_rounds import LongRounds, print_longest
 
 HIST_JOBS = 100
@@ -452,24 +460,39 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def queued_seconds(pid: int) -> float:
+    """Time the main thread of process ``pid`` (the server's loop) has spent ready to run but
+    waiting on the kernel's run queue for a core, so far (``schedstat``; NaN elsewhere)."""
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 @dataclass
 class Phases:
-    """Each phase's window on CLOCK_MONOTONIC, and the CPU time server and clients spent in it."""
+    """Each phase's window on CLOCK_MONOTONIC; the CPU time the server, the clients and the
+    whole machine spent in it; and how long the server's loop waited for a core in it."""
 
     server_pid: int
     windows: dict[str, tuple[float, float]] = field(default_factory=dict[str, tuple[float, float]])
     server_cpu: dict[str, float] = field(default_factory=dict[str, float])
     client_cpu: dict[str, float] = field(default_factory=dict[str, float])
+    machine_cpu: dict[str, float] = field(default_factory=dict[str, float])
+    server_queued: dict[str, float] = field(default_factory=dict[str, float])
 
     @contextlib.contextmanager
     def window(self, name: str) -> Iterator[None]:
         t0, server0, client0 = time.monotonic(), cpu_seconds(self.server_pid), time.process_time()
+        machine0, queued0 = machine_busy_s(), queued_seconds(self.server_pid)
         try:
             yield
         finally:
             self.windows[name] = (t0, time.monotonic())
             self.server_cpu[name] = cpu_seconds(self.server_pid) - server0
             self.client_cpu[name] = time.process_time() - client0
+            self.machine_cpu[name] = machine_busy_s() - machine0
+            self.server_queued[name] = queued_seconds(self.server_pid) - queued0
 
 
 async def run_clients(
@@ -692,7 +715,9 @@ def report(
         )
         print(
             f"  server CPU {cpu_per_request[name]:.2f} ms a request "
-            f"({phases.server_cpu[name]:.1f} s), clients' CPU {phases.client_cpu[name]:.1f} s; "
+            f"({phases.server_cpu[name]:.1f} s), clients' CPU {phases.client_cpu[name]:.1f} s, "
+            f"the machine's {phases.machine_cpu[name]:.1f} s; the server's loop waited "
+            f"{phases.server_queued[name] * 1000:.0f} ms for a core; "
             f"server loop lateness p99 {percentile(lags, 0.99):.2f} ms, max "
             f"{max(lags, default=float('nan')):.2f} ms; errors {len(latencies.errors)}; "
             f"longest collection {max(gc_ms[name], default=0.0):.1f} ms"
@@ -769,6 +794,15 @@ def report(
         "server_cpu_ms_per_req_floor": round(cpu_per_request["floor"], 2),
         "server_cpu_ms_per_req_rest": round(cpu_per_request["rest"], 2),
         "server_cpu_ms_per_req_busy": round(cpu_per_request["busy"], 2),
+        "file_create_us": result["file_create_us"],
+        **{
+            f"machine_cpu_s_{name}": round(phases.machine_cpu[name], 2)
+            for name in ("floor", "rest", "busy")
+        },
+        **{
+            f"server_queued_ms_{name}": round(phases.server_queued[name] * 1000, 1)
+            for name in ("floor", "rest", "busy")
+        },
         "errors": len(floor.errors) + len(rest.errors) + len(busy.errors),
         "sse_clients": len(streams),
         "sse_clients_complete": len(complete),
@@ -836,6 +870,8 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
+        create_us = file_create_us(home / "probe")
+        say(f"a new file in the bench's folder costs {create_us:.0f} µs of CPU")
         (home / "pysched.yaml").write_text(config_text())
         run_ids = write_history(home / "state", datetime.now(UTC).date())
         say("history written; starting the server")
@@ -846,6 +882,7 @@ def main() -> None:
             start_s = time.monotonic() - t0
             say(f"server listening at {url}")
             result = trio.run(run_clients, home, url, server.pid, run_ids, args)
+            result["file_create_us"] = round(create_us)
         finally:
             stop_server(server)
         lags, gcs = home / "lags.json", home / "gc.json"

@@ -31,6 +31,9 @@ Figures (last line, JSON):
   first poll found every run handed over (its minder made: the attempt carries the minder's
   pid) or over, and the two CPU figures up to then. The minders start their commands after
   that, so this is when the engine's own part of the start is done. Null when no poll saw it;
+- ``file_create_us``: the CPU time one new file cost in the bench's folder before the runs
+  (``figures.file_create_us``): each attempt creates four, and on ext4 without a journal that
+  cost moves tenfold with the deletions of the minutes before, and the ratio with it;
 - ``launcher_alone_s``, ``launcher_alone_ratio``, ``launcher_alone_failed`` and
   ``launcher_alone_*_start_s``: the same 200 attempts through the local launcher alone (minder
   host and minders, no engine, journal or book), measured right after the engine's run (always
@@ -60,7 +63,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import trio
-from figures import percentile
+from figures import file_create_us, machine_busy_s, percentile
 
 from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
@@ -153,14 +156,6 @@ def spans(intervals: list[tuple[float, float]], begun: float) -> dict[str, float
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def machine_busy_s() -> float:
-    """CPU seconds the whole machine has been busy since boot (``/proc/stat``: all but idle
-    and iowait)."""
-    with open("/proc/stat") as f:
-        ticks = [int(field) for field in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def read_interval(log_dir: Path, run_id: str, job: str, run_date: str) -> tuple[float, float]:
@@ -316,6 +311,8 @@ async def main_async(jobs: int) -> None:
     # one folder for both, deleted only after both: deleting thousands of files makes new
     # ones dearer for a while on some file systems (see docs/benchmarks.md)
     with tempfile.TemporaryDirectory() as tmp:
+        create_us = file_create_us(Path(tmp) / "probe")
+        print(f"a new file in the bench's folder costs {create_us:.0f} µs of CPU")
         (Path(tmp) / "engine").mkdir()
         (Path(tmp) / "launcher").mkdir()
         result = await through_engine(jobs, Path(tmp) / "engine")
@@ -376,6 +373,7 @@ async def main_async(jobs: int) -> None:
                 **{f"launcher_alone_{key}": round(v, 3) for key, v in alone["cpu"].items()},
                 **{f"launcher_alone_{key}": value for key, value in alone["spans"].items()},
                 **{f"floor_{key}": value for key, value in bare["spans"].items()},
+                "file_create_us": round(create_us),
             }
         )
     )

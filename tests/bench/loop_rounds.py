@@ -3,10 +3,13 @@
 A *round* is what the loop runs between two waits for I/O: every task that was ready, one step
 each. A ticker's lateness says a round was long; ``LongRounds`` (a trio instrument) says what
 was in it. Each round longer than ``threshold_ms`` is kept with its longest steps, each with
-its wall time, the CPU time of the loop's thread during it, the time the cyclic garbage
-collector took in it, and its task's name (for a Quart request, the request's path too). A step
-whose wall time is far above its CPU time was not running: the process waited for a core (or a
-worker thread held the GIL). A step whose CPU time is as long is the code, or the collector.
+its wall time, the CPU time of the loop's thread during it, the time that thread waited on the
+kernel's run queue for a core during it (``/proc/thread-self/schedstat``, second field), the
+time the cyclic garbage collector took in it, and its task's name (for a Quart request, the
+request's path too). A step whose wall time is about its CPU time is the code, or the
+collector; one whose wall time is about its CPU time plus its run-queue wait was ready but had
+no core (other processes had both); what is left beyond those two the thread spent asleep in
+the kernel: blocked on the disk or a lock, or waiting for the GIL a worker thread held.
 
 This is how a server's at-rest tail was traced to single list requests of 10-65 ms of CPU
 (``docs/benchmarks.md``, 2026-12-02, morning). The instrument costs a few microseconds a step:
@@ -16,12 +19,13 @@ use it to find where time goes, not for the figures.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from typing import Any
 
 import trio
 
-Step = tuple[float, float, float, str]  # wall ms, CPU ms, of it the collector's ms, task
+Step = tuple[float, float, float, float, str]  # wall, CPU, run-queue, collector ms; task
 Round = tuple[float, float, int, list[Step]]  # ended at (monotonic), wall ms, steps, longest
 
 
@@ -48,6 +52,8 @@ class LongRounds(trio.abc.Instrument):
         self._steps: list[Step] = []
         self._count = 0
         self._step_start = self._step_cpu = 0.0
+        self._step_queued = 0
+        self._schedstat: int | None = None  # the loop thread's, opened at its first step
         self._gc_start = self._gc_ms = 0.0
         gc.callbacks.append(self._on_collection)
 
@@ -61,8 +67,15 @@ class LongRounds(trio.abc.Instrument):
         self._round_start = time.perf_counter()
         self._steps, self._count = [], 0
 
+    def _queued_ns(self) -> int:
+        """Nanoseconds the loop's thread has waited on the run queue for a core, all told."""
+        if self._schedstat is None:
+            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        return int(os.pread(self._schedstat, 64, 0).split()[1])
+
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._step_start, self._step_cpu = time.perf_counter(), time.thread_time()
+        self._step_queued = self._queued_ns()
         self._gc_ms = 0.0
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
@@ -70,7 +83,15 @@ class LongRounds(trio.abc.Instrument):
         wall = (time.perf_counter() - self._step_start) * 1000
         if wall > self.step_ms and self._step_start:
             cpu = (time.thread_time() - self._step_cpu) * 1000
-            step = (round(wall, 2), round(cpu, 2), round(self._gc_ms, 2), _task_name(task))
+            queued = (self._queued_ns() - self._step_queued) / 1e6
+            gc_ms = self._gc_ms
+            step = (
+                round(wall, 2),
+                round(cpu, 2),
+                round(queued, 2),
+                round(gc_ms, 2),
+                _task_name(task),
+            )
             self._steps.append(step)
 
     def before_io_wait(self, timeout: float) -> None:
@@ -90,7 +111,10 @@ def print_longest(
     def phase(at: float) -> str:
         return next((name for name, (a, b) in windows.items() if a <= at <= b), "-")
 
-    print(f"the loop's {top} longest rounds (wall ms; steps: wall / CPU / collector ms, task):")
+    print(
+        f"the loop's {top} longest rounds "
+        "(wall ms; steps: wall / CPU / waited for a core / collector ms, task):"
+    )
     for at, wall, count, longest in sorted(rounds, key=lambda r: -r[1])[:top]:
-        steps = ", ".join(f"{w} / {c} / {g} {name}" for w, c, g, name in longest[:4])
+        steps = ", ".join(f"{w} / {c} / {q} / {g} {name}" for w, c, q, g, name in longest[:4])
         print(f"  {wall:7.1f} ms  {phase(at):6} {count:3} steps: {steps}")
