@@ -52,9 +52,11 @@ the pass in which the engine started the last of the 200 attempts; their command
 ``busy_ends_span_s`` or so), ``busy_starting_requests`` and ``busy_starting_mean_ms`` (the
 requests sent in that window and their mean latency: on two cores it is where the busy phase's
 slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms);
-``machine_cpu_s_*`` and ``server_queued_ms_*`` per phase (above); ``file_create_us``, the CPU
-time one new file cost in the bench's folder before it began (``figures.file_create_us``: the
-busy phase creates four files an attempt, and on some file systems that cost moves tenfold);
+``machine_cpu_s_*``, ``server_queued_ms_*`` and ``client_queued_ms_*`` (the clients' loop
+thread: a slow answer can be the client's wait for a core too) per phase (above);
+``file_create_us``, the CPU time one new file cost in the bench's folder before it began
+(``figures.file_create_us``: the busy phase creates four files an attempt, and on some file
+systems that cost moves tenfold);
 ``lag_p99_ms_*`` per phase (goal for ``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest
 cyclic-collector pass in each phase (``gc.callbacks``: a long tick that matches one is the
 collector, not the engine); and the goals as booleans.
@@ -461,8 +463,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 def queued_seconds(pid: int) -> float:
-    """Time the main thread of process ``pid`` (the server's loop) has spent ready to run but
-    waiting on the kernel's run queue for a core, so far (``schedstat``; NaN elsewhere)."""
+    """Time the main thread of process ``pid`` (the server's loop, or the clients') has spent
+    ready to run but waiting on the kernel's run queue for a core, so far (``schedstat``; NaN
+    elsewhere)."""
     try:
         return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
@@ -472,7 +475,8 @@ def queued_seconds(pid: int) -> float:
 @dataclass
 class Phases:
     """Each phase's window on CLOCK_MONOTONIC; the CPU time the server, the clients and the
-    whole machine spent in it; and how long the server's loop waited for a core in it."""
+    whole machine spent in it; and how long the server's loop and the clients' waited for a
+    core in it."""
 
     server_pid: int
     windows: dict[str, tuple[float, float]] = field(default_factory=dict[str, tuple[float, float]])
@@ -480,11 +484,13 @@ class Phases:
     client_cpu: dict[str, float] = field(default_factory=dict[str, float])
     machine_cpu: dict[str, float] = field(default_factory=dict[str, float])
     server_queued: dict[str, float] = field(default_factory=dict[str, float])
+    client_queued: dict[str, float] = field(default_factory=dict[str, float])
 
     @contextlib.contextmanager
     def window(self, name: str) -> Iterator[None]:
         t0, server0, client0 = time.monotonic(), cpu_seconds(self.server_pid), time.process_time()
         machine0, queued0 = machine_busy_s(), queued_seconds(self.server_pid)
+        client_queued0 = queued_seconds(os.getpid())
         try:
             yield
         finally:
@@ -493,6 +499,7 @@ class Phases:
             self.client_cpu[name] = time.process_time() - client0
             self.machine_cpu[name] = machine_busy_s() - machine0
             self.server_queued[name] = queued_seconds(self.server_pid) - queued0
+            self.client_queued[name] = queued_seconds(os.getpid()) - client_queued0
 
 
 async def run_clients(
@@ -717,7 +724,8 @@ def report(
             f"  server CPU {cpu_per_request[name]:.2f} ms a request "
             f"({phases.server_cpu[name]:.1f} s), clients' CPU {phases.client_cpu[name]:.1f} s, "
             f"the machine's {phases.machine_cpu[name]:.1f} s; the server's loop waited "
-            f"{phases.server_queued[name] * 1000:.0f} ms for a core; "
+            f"{phases.server_queued[name] * 1000:.0f} ms for a core, the clients' "
+            f"{phases.client_queued[name] * 1000:.0f} ms; "
             f"server loop lateness p99 {percentile(lags, 0.99):.2f} ms, max "
             f"{max(lags, default=float('nan')):.2f} ms; errors {len(latencies.errors)}; "
             f"longest collection {max(gc_ms[name], default=0.0):.1f} ms"
@@ -801,6 +809,10 @@ def report(
         },
         **{
             f"server_queued_ms_{name}": round(phases.server_queued[name] * 1000, 1)
+            for name in ("floor", "rest", "busy")
+        },
+        **{
+            f"client_queued_ms_{name}": round(phases.client_queued[name] * 1000, 1)
             for name in ("floor", "rest", "busy")
         },
         "errors": len(floor.errors) + len(rest.errors) + len(busy.errors),
