@@ -55,8 +55,8 @@ slow answers are) and ``busy_over_20_ms`` (busy requests of any kind over 20 ms)
 ``machine_cpu_s_*``, ``server_queued_ms_*`` and ``client_queued_ms_*`` (the clients' loop
 thread: a slow answer can be the client's wait for a core too) per phase (above);
 ``file_create_us``, the CPU time one new file cost in the bench's folder before it began
-(``figures.file_create_us``: the busy phase creates four files an attempt, and on some file
-systems that cost moves tenfold);
+(``proc_readings.file_create_us``: the busy phase creates four files an attempt, and on some file
+systems that cost moves up to fiftyfold);
 ``lag_p99_ms_*`` per phase (goal for ``sse`` <= 10 ms); ``gc_max_ms_*``, the server's longest
 cyclic-collector pass in each phase (``gc.callbacks``: a long tick that matches one is the
 collector, not the engine); and the goals as booleans.
@@ -65,7 +65,8 @@ Run: ``uv run python tests/bench/bench_api.py [--rounds N] [--think-ms MS] [--pr
 [--rounds-of-loop]``. ``--profile`` runs the server under cProfile (slower; for finding where
 the time goes, not for the figures) and prints its top functions; ``--rounds-of-loop`` records
 the server loop's rounds over 4 ms with their longest task steps (``loop_rounds.py``: wall and
-CPU time, and a request's path) and prints the longest, by phase.
+CPU time, the wait for a core, the collector's time, and a request's path) and prints the
+longest, by phase.
 """
 
 from __future__ import annotations
@@ -91,8 +92,9 @@ from typing import Any
 
 import httpx
 import trio
-from figures import file_create_us, machine_busy_s, percentile
+from figures import percentile
 from loop_rounds import LongRounds, print_longest
+from proc_readings import file_create_us, machine_busy_s, process_cpu_s, queued_s
 
 HIST_JOBS = 100
 HIST_DAYS = 100
@@ -453,25 +455,6 @@ async def wait_for_mark(client: httpx.AsyncClient, mark: bytes, action: Awaitabl
     return seen.ids[0]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (Linux ``/proc``; NaN elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def queued_seconds(pid: int) -> float:
-    """Time the main thread of process ``pid`` (the server's loop, or the clients') has spent
-    ready to run but waiting on the kernel's run queue for a core, so far (``schedstat``; NaN
-    elsewhere)."""
-    try:
-        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return float("nan")
-
-
 @dataclass
 class Phases:
     """Each phase's window on CLOCK_MONOTONIC; the CPU time the server, the clients and the
@@ -488,18 +471,18 @@ class Phases:
 
     @contextlib.contextmanager
     def window(self, name: str) -> Iterator[None]:
-        t0, server0, client0 = time.monotonic(), cpu_seconds(self.server_pid), time.process_time()
-        machine0, queued0 = machine_busy_s(), queued_seconds(self.server_pid)
-        client_queued0 = queued_seconds(os.getpid())
+        t0, server0, client0 = time.monotonic(), process_cpu_s(self.server_pid), time.process_time()
+        machine0, queued0 = machine_busy_s(), queued_s(self.server_pid)
+        client_queued0 = queued_s(os.getpid())
         try:
             yield
         finally:
             self.windows[name] = (t0, time.monotonic())
-            self.server_cpu[name] = cpu_seconds(self.server_pid) - server0
+            self.server_cpu[name] = process_cpu_s(self.server_pid) - server0
             self.client_cpu[name] = time.process_time() - client0
             self.machine_cpu[name] = machine_busy_s() - machine0
-            self.server_queued[name] = queued_seconds(self.server_pid) - queued0
-            self.client_queued[name] = queued_seconds(os.getpid()) - client_queued0
+            self.server_queued[name] = queued_s(self.server_pid) - queued0
+            self.client_queued[name] = queued_s(os.getpid()) - client_queued0
 
 
 async def run_clients(

@@ -32,8 +32,8 @@ Figures (last line, JSON):
   pid) or over, and the two CPU figures up to then. The minders start their commands after
   that, so this is when the engine's own part of the start is done. Null when no poll saw it;
 - ``file_create_us``: the CPU time one new file cost in the bench's folder before the runs
-  (``figures.file_create_us``): each attempt creates four, and on ext4 without a journal that
-  cost moves tenfold with the deletions of the minutes before, and the ratio with it;
+  (``proc_readings.file_create_us``): each attempt creates four, and on ext4 without a journal that
+  cost moves up to fiftyfold with the deletions of the minutes before, and the ratio with it;
 - ``launcher_alone_s``, ``launcher_alone_ratio``, ``launcher_alone_failed`` and
   ``launcher_alone_*_start_s``: the same 200 attempts through the local launcher alone (minder
   host and minders, no engine, journal or book), measured right after the engine's run (always
@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -63,13 +62,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import trio
-from figures import file_create_us, machine_busy_s, percentile
+from figures import percentile
+from proc_readings import file_create_us, machine_busy_s, process_cpu_s
 
 from pysched.config import parse_config
 from pysched.engine import RunState, open_engine
 from pysched.engine.runs import Run
 from pysched.gc_pause import freeze_startup_heap, tune_for_service
-from pysched.launch import minder
 from pysched.launch.base import AttemptSpec
 from pysched.launch.local import LocalLauncher
 from pysched.store import Store
@@ -191,17 +190,20 @@ async def launcher_alone(jobs: int, tmp: Path) -> dict:
         failed += not (await handle.wait()).succeeded
 
     host = launcher.minder_host
-    host_pid = host.pid if host is not None else None
+
+    def host_cpu_s() -> float:  # nothing to count without a minder host
+        return process_cpu_s(host.pid) if host is not None and host.pid is not None else 0.0
+
     try:
         t0 = time.perf_counter()
         begun_wall = time.time()
-        cpu0, machine0, host0 = time.process_time(), machine_busy_s(), process_cpu_s(host_pid)
+        cpu0, machine0, host0 = time.process_time(), machine_busy_s(), host_cpu_s()
         async with trio.open_nursery() as nursery:
             for spec in specs:
                 nursery.start_soon(one, spec)
         wall = time.perf_counter() - t0
         cpu, machine = time.process_time() - cpu0, machine_busy_s() - machine0
-        host_cpu = process_cpu_s(host_pid) - host0
+        host_cpu = host_cpu_s() - host0
     finally:
         launcher.close()
     intervals = await trio.to_thread.run_sync(
@@ -214,14 +216,6 @@ async def launcher_alone(jobs: int, tmp: Path) -> dict:
         "cpu": {"launcher_cpu_s": cpu, "host_cpu_s": host_cpu, "machine_cpu_s": machine},
         "native": host is not None and host.native is not None,
     }
-
-
-def process_cpu_s(pid: int | None) -> float:
-    """CPU seconds process ``pid`` has used (``/proc/<pid>/stat`` utime + stime), 0 if none."""
-    fields = minder.proc_stat(pid) if pid is not None else None
-    if fields is None:  # ([0] is field 3: utime and stime, fields 14 and 15, are [11] and [12])
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def handed_over(run: Run) -> bool:

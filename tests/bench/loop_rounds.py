@@ -8,12 +8,13 @@ kernel's run queue for a core during it (``/proc/thread-self/schedstat``, second
 time the cyclic garbage collector took in it, and its task's name (for a Quart request, the
 request's path too). A step whose wall time is about its CPU time is the code, or the
 collector; one whose wall time is about its CPU time plus its run-queue wait was ready but had
-no core (other processes had both); what is left beyond those two the thread spent asleep in
-the kernel: blocked on the disk or a lock, or waiting for the GIL a worker thread held.
+no core (other threads or processes had both); what is left beyond those two the thread spent
+asleep in the kernel: blocked on the disk or a lock, or waiting for the GIL a worker thread
+held.
 
 This is how a server's at-rest tail was traced to single list requests of 10-65 ms of CPU
-(``docs/benchmarks.md``, 2026-12-02, morning). The instrument costs a few microseconds a step:
-use it to find where time goes, not for the figures.
+(``docs/benchmarks.md``, 2026-12-02, morning). The instrument costs a few microseconds and a
+read of ``/proc`` a step: use it to find where time goes, not for the figures.
 """
 
 from __future__ import annotations
@@ -21,11 +22,22 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
+from proc_readings import queued_ns
 
-Step = tuple[float, float, float, float, str]  # wall, CPU, run-queue, collector ms; task
+
+class Step(NamedTuple):
+    """One task step of a long round (a list of five in ``rounds.json``)."""
+
+    wall_ms: float
+    cpu_ms: float
+    queued_ms: float  # waiting on the run queue for a core
+    collector_ms: float
+    task: str
+
+
 Round = tuple[float, float, int, list[Step]]  # ended at (monotonic), wall ms, steps, longest
 
 
@@ -68,10 +80,21 @@ class LongRounds(trio.abc.Instrument):
         self._steps, self._count = [], 0
 
     def _queued_ns(self) -> int:
-        """Nanoseconds the loop's thread has waited on the run queue for a core, all told."""
+        """Nanoseconds the loop's thread has waited on the run queue for a core, all told (0
+        where the kernel does not say)."""
         if self._schedstat is None:
-            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        return int(os.pread(self._schedstat, 64, 0).split()[1])
+            try:
+                self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            except OSError:
+                self._schedstat = -1
+        if self._schedstat < 0:
+            return 0
+        return queued_ns(os.pread(self._schedstat, 64, 0))
+
+    def after_run(self) -> None:
+        if self._schedstat is not None and self._schedstat >= 0:
+            os.close(self._schedstat)
+        self._schedstat = None
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._step_start, self._step_cpu = time.perf_counter(), time.thread_time()
@@ -84,12 +107,11 @@ class LongRounds(trio.abc.Instrument):
         if wall > self.step_ms and self._step_start:
             cpu = (time.thread_time() - self._step_cpu) * 1000
             queued = (self._queued_ns() - self._step_queued) / 1e6
-            gc_ms = self._gc_ms
-            step = (
+            step = Step(
                 round(wall, 2),
                 round(cpu, 2),
                 round(queued, 2),
-                round(gc_ms, 2),
+                round(self._gc_ms, 2),
                 _task_name(task),
             )
             self._steps.append(step)
