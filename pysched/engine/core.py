@@ -427,14 +427,14 @@ class EngineCore:
                 # nothing of it was written, so nothing of it may stay in the book
                 self._roll_back()
                 for call in calls:
-                    call.error = EngineStopped("the engine stopped before this was written")
+                    call.error = self._stopped()
                     call.done.set()
                 raise
             finally:
                 self._close_pass()
             if not committed:
                 for call in calls:
-                    call.error = call.error or EngineStopped(f"the engine stopped: {self.error}")
+                    call.error = call.error or self._stopped()
                     call.done.set()
                 return
             effects, self._effects = self._effects, []
@@ -571,15 +571,18 @@ class EngineCore:
         self._records = []
         self._effects = []
 
-    def _fail_pending_calls(self) -> None:
+    def _stopped(self) -> EngineStopped:
+        """What a call the engine will not carry out is answered: why it stopped, if it
+        fail-stopped; else that it stopped (was cancelled) before the call was written."""
         if self.error is not None:
-            why = f"the engine stopped: {self.error}"
-        else:
-            why = "the engine stopped before this was written"
+            return EngineStopped(f"the engine stopped: {self.error}")
+        return EngineStopped("the engine stopped before this was written")
+
+    def _fail_pending_calls(self) -> None:
         while self._inbox:
             work = self._inbox.popleft()
             if isinstance(work, Call):
-                work.error = EngineStopped(why)
+                work.error = self._stopped()
                 work.done.set()
 
     async def call(self, handler: Callable[[], Any]) -> Any:
@@ -598,10 +601,8 @@ class EngineCore:
         return result
 
     async def _submit(self, work: Call) -> Any:
-        if self.error is not None:
-            raise EngineStopped(f"the engine stopped: {self.error}")
-        if self._loop_ended:
-            raise EngineStopped("the engine has stopped")
+        if self.error is not None or self._loop_ended:
+            raise self._stopped()
         self._post(work)
         await work.done.wait()
         if work.error is not None:
