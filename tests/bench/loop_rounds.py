@@ -28,6 +28,14 @@ import trio
 from proc_readings import queued_ns
 
 
+def _own_schedstat() -> int | None:
+    """A descriptor on the calling thread's ``schedstat``, or None where there is none."""
+    try:
+        return os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+
+
 class Step(NamedTuple):
     """One task step of a long round (a list of five in ``rounds.json``)."""
 
@@ -54,7 +62,8 @@ def _task_name(task: trio.lowlevel.Task) -> str:
 
 class LongRounds(trio.abc.Instrument):
     """Keeps each loop round over ``threshold_ms`` with its ``keep`` longest steps (of those
-    over ``step_ms``). Add it before the loop's work starts; it watches the collector through
+    over ``step_ms``). Make it on the thread that runs the loop (it reads that thread's
+    run-queue wait) and add it before the loop's work starts; it watches the collector through
     ``gc.callbacks`` from then on."""
 
     def __init__(self, threshold_ms: float = 4.0, *, step_ms: float = 0.3, keep: int = 8) -> None:
@@ -65,7 +74,7 @@ class LongRounds(trio.abc.Instrument):
         self._count = 0
         self._step_start = self._step_cpu = 0.0
         self._step_queued = 0
-        self._schedstat: int | None = None  # the loop thread's, opened at its first step
+        self._schedstat = _own_schedstat()
         self._gc_start = self._gc_ms = 0.0
         gc.callbacks.append(self._on_collection)
 
@@ -83,18 +92,13 @@ class LongRounds(trio.abc.Instrument):
         """Nanoseconds the loop's thread has waited on the run queue for a core, all told (0
         where the kernel does not say)."""
         if self._schedstat is None:
-            try:
-                self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-            except OSError:
-                self._schedstat = -1
-        if self._schedstat < 0:
             return 0
         return queued_ns(os.pread(self._schedstat, 64, 0))
 
     def after_run(self) -> None:
-        if self._schedstat is not None and self._schedstat >= 0:
+        if self._schedstat is not None:
             os.close(self._schedstat)
-        self._schedstat = None
+            self._schedstat = None
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._step_start, self._step_cpu = time.perf_counter(), time.thread_time()

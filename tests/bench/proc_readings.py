@@ -8,16 +8,17 @@ import os
 import time
 from pathlib import Path
 
+from pysched.launch.minder import proc_stat
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds process ``pid`` has used so far (``/proc/PID/stat``)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+    fields = proc_stat(pid)  # [0] is the file's field 3: utime and stime are [11] and [12]
+    if fields is None:
         return float("nan")
-    return (int(fields[11]) + int(fields[12])) / _TICK  # fields 14 and 15 of the file
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def machine_busy_s() -> float:
@@ -55,7 +56,7 @@ def file_create_us(folder: Path, count: int = 100) -> float:
 
     A bench that starts attempts creates four files for each, so this is part of what a burst
     costs the machine, and it moves a lot: on ext4 without a journal, the kernel skips the inode
-    numbers freed in the last minute (six while their block is unwritten), checking each in
+    numbers freed in the last minute (six minutes while their block is unwritten), checking each in
     turn, so in a block group where thousands of files were just deleted (as every bench and
     test run does with its temporary folder) a creation has cost up to 1,258 µs of CPU against
     25 µs in a fresh one (``docs/benchmarks.md``, 2026-12-02, night).
